@@ -1,0 +1,84 @@
+"""64-bit SimHash (Charikar, STOC 2002) and helpers for 64-bit fingerprints.
+
+Each feature is a 64-bit hash with a weight. Bit ``i`` of the fingerprint is 1 when
+the weights of the features whose bit ``i`` is 1 outweigh those whose bit ``i`` is 0.
+Similar feature sets give fingerprints that differ in few bits, so near-duplicate
+detection becomes a Hamming-distance search (see :mod:`scrapy_simhash.index`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+#: Fingerprint width: Manku, Jain & Das Sarma (WWW 2007) use f = 64 bits.
+FINGERPRINT_BITS = 64
+_MASK = (1 << FINGERPRINT_BITS) - 1
+
+# Bit i of a little-endian uint64 is bit (i % 8) of byte (i // 8); unpacking each
+# byte little-bit-first gives column i == bit i.
+_BIT_ORDER = "little"
+
+
+def simhash(hashes: npt.NDArray[np.uint64], weights: npt.NDArray[np.floating]) -> int:
+    """Return the SimHash of weighted 64-bit feature hashes.
+
+    >>> import numpy as np
+    >>> h = np.array([0b1011, 0b0011], dtype=np.uint64)
+    >>> simhash(h, np.array([1.0, 3.0]))
+    3
+    >>> simhash(h, np.array([3.0, 1.0]))
+    11
+    """
+    if len(hashes) != len(weights):
+        raise ValueError(f"{len(hashes)} hashes but {len(weights)} weights")
+    bits = np.unpackbits(
+        np.ascontiguousarray(hashes, dtype="<u8").view(np.uint8).reshape(-1, 8),
+        axis=1,
+        bitorder=_BIT_ORDER,
+    )
+    # sum over features of w * (+1 if bit else -1) == 2 * (w @ bits) - sum(w)
+    w = np.asarray(weights, dtype=np.float64)
+    votes = 2.0 * (w @ bits) - w.sum()
+    packed = np.packbits(votes > 0, bitorder=_BIT_ORDER)
+    return int(packed.view("<u8")[0])
+
+
+def hamming_distance(a: int, b: int) -> int:
+    """Number of bits in which two fingerprints differ.
+
+    >>> hamming_distance(0b1011, 0b0010)
+    2
+    """
+    return (a ^ b).bit_count()
+
+
+def to_hex(fingerprint: int) -> str:
+    """A fingerprint as 16 lower-case hex digits.
+
+    >>> to_hex(255)
+    '00000000000000ff'
+    """
+    return f"{fingerprint & _MASK:016x}"
+
+
+def from_hex(text: str) -> int:
+    """Parse a fingerprint written by :func:`to_hex` (a ``0x`` prefix is allowed).
+
+    >>> from_hex('00000000000000ff'), from_hex('0xFF')
+    (255, 255)
+    """
+    value = int(text, 16)
+    if not 0 <= value <= _MASK:
+        raise ValueError(f"not a 64-bit fingerprint: {text!r}")
+    return value
+
+
+def check_fingerprint(value: int) -> int:
+    """Return *value* if it is a valid 64-bit fingerprint, else raise ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"a fingerprint is an int, not {type(value).__name__}: {value!r}")
+    value = int(value)
+    if not 0 <= value <= _MASK:
+        raise ValueError(f"not a 64-bit fingerprint: {value!r}")
+    return value

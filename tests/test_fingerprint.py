@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scrapy_simhash.core.fingerprint import (
+    check_fingerprint,
+    from_hex,
+    hamming_distance,
+    simhash,
+    to_hex,
+)
+
+fingerprints = st.integers(min_value=0, max_value=2**64 - 1)
+
+
+def reference_simhash(hashes: list[int], weights: list[float]) -> int:
+    """Charikar's definition, bit by bit, in plain Python."""
+    result = 0
+    for bit in range(64):
+        vote = sum(w if (h >> bit) & 1 else -w for h, w in zip(hashes, weights))
+        if vote > 0:
+            result |= 1 << bit
+    return result
+
+
+@given(st.lists(st.tuples(fingerprints, st.floats(0.1, 10)), min_size=1, max_size=40))
+def test_simhash_matches_definition(features: list[tuple[int, float]]) -> None:
+    hashes = [h for h, _ in features]
+    weights = [w for _, w in features]
+    got = simhash(np.array(hashes, dtype=np.uint64), np.array(weights))
+    assert got == reference_simhash(hashes, weights)
+
+
+def test_simhash_of_one_feature_is_the_feature() -> None:
+    assert simhash(np.array([2**63 + 5], dtype=np.uint64), np.array([1.0])) == 2**63 + 5
+
+
+def test_simhash_rejects_mismatched_lengths() -> None:
+    with pytest.raises(ValueError, match="2 hashes but 1 weights"):
+        simhash(np.array([1, 2], dtype=np.uint64), np.array([1.0]))
+
+
+@given(fingerprints, fingerprints)
+def test_hamming_distance_counts_differing_bits(a: int, b: int) -> None:
+    assert hamming_distance(a, b) == bin(a ^ b).count("1")
+    assert hamming_distance(a, b) == hamming_distance(b, a)
+
+
+@given(fingerprints)
+def test_hex_round_trip(value: int) -> None:
+    text = to_hex(value)
+    assert len(text) == 16
+    assert from_hex(text) == value
+
+
+@pytest.mark.parametrize("bad", ["1" * 17, "-1", "xyz"])
+def test_from_hex_rejects_bad_text(bad: str) -> None:
+    with pytest.raises(ValueError):
+        from_hex(bad)
+
+
+@pytest.mark.parametrize("bad, error", [(-1, ValueError), (2**64, ValueError), (True, TypeError), ("1", TypeError)])
+def test_check_fingerprint(bad: object, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        check_fingerprint(bad)  # type: ignore[arg-type]
