@@ -1,0 +1,38 @@
+"""The ``scrapy-simhash`` command line (also ``python -m scrapy_simhash``).
+
+Each sub-command lives in its own module with ``add_parser(subparsers)``, which
+registers the command and sets ``func`` (``args -> exit code``) as its default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# Modules that define sub-commands, in the order ``--help`` lists them.
+_COMMAND_MODULES = (
+    "fingerprint",
+    "dedup",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="scrapy-simhash",
+        description="Near-duplicate detection with SimHash: fingerprint, compare, dedup, evaluate.",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in _COMMAND_MODULES:
+        importlib.import_module(f"{__name__}.{name}").add_parser(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except BrokenPipeError:  # `... | head` closed our stdout: not an error
+        sys.stderr.close()
+        return 0

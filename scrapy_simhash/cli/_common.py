@@ -1,0 +1,40 @@
+"""Options shared by the sub-commands that fingerprint pages."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from ..core.fingerprinter import Fingerprinter, FingerprintOptions
+from ..index.base import DEFAULT_MAX_DISTANCE
+
+
+def add_fingerprint_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--hash-key`` and ``--min-tokens``: the options a user may need to match a crawl."""
+    parser.add_argument(
+        "--hash-key",
+        default=os.environ.get("SIMHASH_HASH_KEY", ""),
+        help="secret key of the feature hash (default: $SIMHASH_HASH_KEY, else none); "
+        "must match the crawl's SIMHASH_HASH_KEY for fingerprints to be comparable",
+    )
+    parser.add_argument(
+        "--min-tokens",
+        type=int,
+        default=FingerprintOptions().min_tokens,
+        help="pages with fewer tokens are not fingerprinted (default: %(default)s)",
+    )
+
+
+def add_distance_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-k",
+        "--max-distance",
+        type=int,
+        default=DEFAULT_MAX_DISTANCE,
+        help="largest Hamming distance that counts as a near-duplicate (default: %(default)s)",
+    )
+
+
+def fingerprinter_from_args(args: argparse.Namespace) -> Fingerprinter:
+    options = FingerprintOptions(hash_key=args.hash_key.encode(), min_tokens=args.min_tokens)
+    return Fingerprinter(options)

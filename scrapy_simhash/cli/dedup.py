@@ -1,0 +1,98 @@
+"""``dedup``: stream JSON-lines pages through the same check-and-record as the crawl."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import IO, Any
+
+from ..core.fingerprint import to_hex
+from ..index import open_index
+from ._common import add_distance_argument, add_fingerprint_arguments, fingerprinter_from_args
+from ._io import open_text, read_jsonl, warn, write_jsonl
+from .fingerprint import fingerprint_record
+
+_PROGRESS_SECONDS = 5.0
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "dedup",
+        help="mark each page of a JSON-lines file as kept or as a near-duplicate of an earlier one",
+        description='Writes one JSON line per input record, in input order: {"id", "fingerprint", '
+        '"duplicate_of", "distance"}; duplicate_of is null for a kept page. Pages that cannot be '
+        'fingerprinted (too short, not HTML) carry "skip_reason" and are kept.',
+    )
+    parser.add_argument("pages", metavar="PAGES.jsonl", help="JSON-lines input (.gz or - allowed)")
+    parser.add_argument("--id-field", default="id", help="record id field (default: %(default)s)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--html-field", help="field holding the page's HTML (default: html)")
+    source.add_argument("--text-field", help="field holding plain text instead of HTML")
+    parser.add_argument("--url-field", default="url", help="field with the page URL, if any")
+    parser.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
+    parser.add_argument(
+        "--index",
+        default=None,
+        help="index to check against and record into: a path, a redis:// URL "
+        "(default: a fresh in-memory index)",
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    add_distance_argument(parser)
+    add_fingerprint_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    fingerprinter = fingerprinter_from_args(args)
+    progress = _Progress(enabled=not args.quiet)
+    with (
+        open_index(args.index, max_distance=args.max_distance,
+                   signature=fingerprinter.options.signature()) as index,
+        open_text(args.output, "w") as output,
+    ):
+        for line_number, record in read_jsonl(args.pages):
+            record_id = record.get(args.id_field)
+            if record_id is None:
+                warn(f"{args.pages}:{line_number}: no {args.id_field!r} field, using the line number")
+                record_id = line_number
+            result = fingerprint_record(fingerprinter, record, args)
+            out: dict[str, Any] = {"id": record_id, "fingerprint": None,
+                                   "duplicate_of": None, "distance": None}
+            if result.fingerprint is None:
+                out["skip_reason"] = result.skip_reason
+            else:
+                out["fingerprint"] = to_hex(result.fingerprint)
+                match = index.add_if_new(result.fingerprint, str(record_id))
+                if match is not None:
+                    out["duplicate_of"], out["distance"] = match.key, match.distance
+            write_jsonl(output, out)
+            progress.update(duplicate=out["duplicate_of"] is not None)
+    progress.finish()
+    return 0
+
+
+class _Progress:
+    """A line on stderr every few seconds: records, duplicates, rate."""
+
+    def __init__(self, enabled: bool, stream: IO[str] = sys.stderr) -> None:
+        self.enabled = enabled
+        self.stream = stream
+        self.records = self.duplicates = 0
+        self.started = self.shown = time.monotonic()
+
+    def update(self, duplicate: bool) -> None:
+        self.records += 1
+        self.duplicates += duplicate
+        if self.enabled and time.monotonic() - self.shown >= _PROGRESS_SECONDS:
+            self.show()
+
+    def show(self) -> None:
+        self.shown = time.monotonic()
+        rate = self.records / max(self.shown - self.started, 1e-9)
+        print(f"dedup: {self.records} records, {self.duplicates} near-duplicates "
+              f"({rate:.0f} records/s)", file=self.stream)
+
+    def finish(self) -> None:
+        if self.enabled:
+            self.show()

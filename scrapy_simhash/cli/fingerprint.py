@@ -1,0 +1,103 @@
+"""``fingerprint`` and ``compare``: fingerprints of HTML files or JSON-lines records."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..core.fingerprint import hamming_distance, to_hex
+from ..core.fingerprinter import Fingerprinter, FingerprintResult
+from ._common import add_distance_argument, add_fingerprint_arguments, fingerprinter_from_args
+from ._io import read_jsonl, warn, write_jsonl
+
+
+def add_parser(subparsers: Any) -> None:
+    fingerprint = subparsers.add_parser(
+        "fingerprint",
+        help="print the fingerprint of HTML files or of JSON-lines records",
+        description="Print '<hex fingerprint>  <file>' for each HTML file, or with --jsonl "
+        'one JSON line {"id", "fingerprint", "skip_reason"} per record.',
+    )
+    fingerprint.add_argument("files", nargs="*", metavar="FILE", help="HTML files")
+    fingerprint.add_argument("--jsonl", metavar="FILE", help="JSON-lines input (.gz or - allowed)")
+    fingerprint.add_argument("--id-field", default="id", help="record id field (default: %(default)s)")
+    source = fingerprint.add_mutually_exclusive_group()
+    source.add_argument("--html-field", help="field holding the page's HTML (default: html)")
+    source.add_argument("--text-field", help="field holding plain text instead of HTML")
+    fingerprint.add_argument("--url-field", default="url", help="field with the page URL, if any")
+    add_fingerprint_arguments(fingerprint)
+    fingerprint.set_defaults(func=run_fingerprint)
+
+    compare = subparsers.add_parser(
+        "compare",
+        help="print the fingerprints of two HTML files and their Hamming distance",
+    )
+    compare.add_argument("first", metavar="A", help="HTML file")
+    compare.add_argument("second", metavar="B", help="HTML file")
+    add_distance_argument(compare)
+    add_fingerprint_arguments(compare)
+    compare.set_defaults(func=run_compare)
+
+
+def fingerprint_record(
+    fingerprinter: Fingerprinter, record: dict[str, Any], args: argparse.Namespace
+) -> FingerprintResult:
+    """Fingerprint one JSON-lines record by the field the arguments name."""
+    if args.text_field:
+        return fingerprinter.from_text(str(record.get(args.text_field) or ""))
+    html = record.get(args.html_field or "html") or ""
+    url = record.get(args.url_field)
+    return fingerprinter.from_html(str(html), url=url if isinstance(url, str) else None)
+
+
+def describe(result: FingerprintResult) -> str:
+    if result.fingerprint is None:
+        return f"- (skipped: {result.skip_reason})"
+    return to_hex(result.fingerprint)
+
+
+def run_fingerprint(args: argparse.Namespace) -> int:
+    if not args.files and not args.jsonl:
+        warn("fingerprint: give HTML files or --jsonl FILE")
+        return 2
+    fingerprinter = fingerprinter_from_args(args)
+    status = 0
+    for name in args.files:
+        try:
+            body = Path(name).read_bytes()
+        except OSError as exc:
+            warn(f"{name}: {exc.strerror}")
+            status = 1
+            continue
+        print(f"{describe(fingerprinter.from_html(body))}  {name}")
+    if args.jsonl:
+        for _, record in read_jsonl(args.jsonl):
+            result = fingerprint_record(fingerprinter, record, args)
+            fingerprint = None if result.fingerprint is None else to_hex(result.fingerprint)
+            out = {"id": record.get(args.id_field), "fingerprint": fingerprint}
+            if result.skip_reason:
+                out["skip_reason"] = result.skip_reason
+            write_jsonl(sys.stdout, out)
+    return status
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    fingerprinter = fingerprinter_from_args(args)
+    results = []
+    for name in (args.first, args.second):
+        try:
+            results.append(fingerprinter.from_html(Path(name).read_bytes()))
+        except OSError as exc:
+            warn(f"{name}: {exc.strerror}")
+            return 2
+        print(f"{describe(results[-1])}  {name}")
+    first, second = (result.fingerprint for result in results)
+    if first is None or second is None:
+        print("distance: - (a page was not fingerprinted)")
+        return 1
+    distance = hamming_distance(first, second)
+    verdict = "near-duplicates" if distance <= args.max_distance else "distinct"
+    print(f"distance: {distance} ({verdict} at k={args.max_distance})")
+    return 0

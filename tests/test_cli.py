@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scrapy_simhash.cli import main
+from scrapy_simhash.core.fingerprint import from_hex, hamming_distance
+
+ARTICLE = " ".join(
+    f"Sentence number {i} explains how the crawler schedules request {i * 7} "
+    f"and why the downloader keeps {i % 5} slots busy."
+    for i in range(40)
+)
+
+
+def page(body: str, title: str = "Docs") -> str:
+    return f"<html><head><title>{title}</title></head><body><main><p>{body}</p></main></body></html>"
+
+
+@pytest.fixture
+def pages(tmp_path: Path) -> dict[str, Path]:
+    files = {
+        "original": page(ARTICLE),
+        "copy": page(ARTICLE + " One more closing remark."),
+        "other": page(" ".join(f"Completely different text {i} about cooking pasta {i * 3}." for i in range(60))),
+        "short": page("Too short."),
+    }
+    paths = {}
+    for name, html in files.items():
+        paths[name] = tmp_path / f"{name}.html"
+        paths[name].write_text(html, encoding="utf-8")
+    return paths
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main([*argv])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_fingerprint_files(pages: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_cli(capsys, "fingerprint", str(pages["original"]), str(pages["short"]))
+    first, second = out.splitlines()
+    assert status == 0
+    assert len(first.split()[0]) == 16 and first.endswith("original.html")
+    assert second.startswith("- (skipped: too_short)")
+
+
+def test_fingerprint_missing_file_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run_cli(capsys, "fingerprint", str(tmp_path / "nope.html"))
+    assert status == 1 and out == "" and "nope.html" in err
+
+
+def test_compare_near_duplicates(pages: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_cli(capsys, "compare", str(pages["original"]), str(pages["copy"]))
+    lines = out.splitlines()
+    distance = hamming_distance(from_hex(lines[0].split()[0]), from_hex(lines[1].split()[0]))
+    assert status == 0
+    assert lines[2] == f"distance: {distance} (near-duplicates at k=3)"
+
+
+def test_compare_distinct(pages: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run_cli(capsys, "compare", str(pages["original"]), str(pages["other"]), "-k", "3")
+    assert out.splitlines()[2].endswith("(distinct at k=3)")
+
+
+def write_jsonl(path: Path, lines: list[str]) -> None:
+    with gzip.open(path, "wt", encoding="utf-8") as stream:
+        stream.write("\n".join(lines) + "\n")
+
+
+def test_dedup_streams_one_line_per_record_in_order(
+    pages: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = [{"id": name, "html": path.read_text()} for name, path in pages.items()]
+    source = tmp_path / "pages.jsonl.gz"
+    lines = [json.dumps(r) for r in records]
+    write_jsonl(source, lines[:2] + ["{not json"] + lines[2:])
+    output = tmp_path / "out.jsonl"
+    status, _, err = run_cli(capsys, "dedup", str(source), "--output", str(output), "--quiet")
+    results = [json.loads(line) for line in output.read_text().splitlines()]
+    assert status == 0
+    assert "pages.jsonl.gz:3: skipped, not JSON" in err
+    assert [r["id"] for r in results] == ["original", "copy", "other", "short"]
+    assert results[0]["duplicate_of"] is None
+    assert results[1]["duplicate_of"] == "original" and 0 <= results[1]["distance"] <= 3
+    assert results[2]["duplicate_of"] is None
+    assert results[3] == {"id": "short", "fingerprint": None, "duplicate_of": None,
+                          "distance": None, "skip_reason": "too_short"}
+
+
+def test_fingerprint_jsonl_text_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "texts.jsonl"
+    source.write_text(json.dumps({"key": 7, "body": ARTICLE}) + "\n" + json.dumps({"key": 8}) + "\n")
+    _, out, _ = run_cli(capsys, "fingerprint", "--jsonl", str(source), "--id-field", "key",
+                        "--text-field", "body")
+    first, second = (json.loads(line) for line in out.splitlines())
+    assert first["id"] == 7 and len(first["fingerprint"]) == 16
+    assert second == {"id": 8, "fingerprint": None, "skip_reason": "empty"}
+
+
+def test_hash_key_changes_fingerprints(pages: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    _, plain, _ = run_cli(capsys, "fingerprint", str(pages["original"]))
+    _, keyed, _ = run_cli(capsys, "fingerprint", "--hash-key", "s3cret", str(pages["original"]))
+    assert plain != keyed
+
+
+def test_module_entry_point(pages: dict[str, Path]) -> None:
+    done = subprocess.run([sys.executable, "-m", "scrapy_simhash", "compare",
+                           str(pages["original"]), str(pages["copy"])],
+                          capture_output=True, text=True, check=True)
+    assert "near-duplicates at k=3" in done.stdout
