@@ -1,12 +1,251 @@
-"""In-memory index (placeholder: a linear scan until the permutation tables land)."""
+"""The in-memory permutation index (Manku, Jain & Das Sarma, WWW 2007, section 3).
+
+Layout, with no Python object per fingerprint:
+
+* ``fingerprints``: one uint64 array; an entry's position in it is its *row id*;
+* keys: one UTF-8 buffer plus end offsets (:class:`~._storage.KeyStore`);
+* per table of the :class:`~._tables.TableDesign`: row ids sorted by bucket and
+  a bucket directory (:class:`~._buckets.SortedBuckets`), 4 bytes a row per table;
+* a small write buffer of recent rows (:class:`~._buckets.WriteBuffer`), merged
+  into the sorted arrays once it holds ``max(4096, min(n / 64, 131072))`` rows;
+* removed rows as a set of tombstones, compacted away when they outnumber both
+  the buffer bound and 1/4 of the rows.
+
+A probe gathers the rows of its bucket in every table, computes the full Hamming
+distance of each candidate with NumPy and keeps those within ``max_distance``:
+exact (see :mod:`._tables`). Not thread-safe: call it from one thread (the Scrapy
+glue does).
+"""
 
 from __future__ import annotations
 
-from .brute import BruteForceIndex
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..core.fingerprint import check_fingerprint
+from ._buckets import SortedBuckets, WriteBuffer, bucket_stats
+from ._storage import GrowableArray, KeyStore, entry_columns, fingerprint_array
+from ._tables import TableDesign, choose_design, design_for_size
+from .base import Match, SimhashIndex
+
+_MIN_BUFFER = 4096
+_MAX_BUFFER = 1 << 17
+# Queries per vectorised batch of query_many: bounds the candidate arrays' memory.
+_QUERY_CHUNK = 4096
+_ITEMS_CHUNK = 65536
 
 
-class MemoryIndex(BruteForceIndex):
+class MemoryIndex(SimhashIndex):
+    """Exact near-duplicate search in memory; see the module doc for the layout.
+
+    *design* fixes the tables (see :func:`~._tables.make_design`); by default
+    :func:`~._tables.choose_design` picks one for *expected_size* and the bucket
+    width grows with the index.
+    """
+
     backend_name = "memory"
+    _sorted: SortedBuckets
+    _buffer: WriteBuffer
 
-    def __init__(self, max_distance: int = 3, expected_size: int = 1_000_000) -> None:
+    def __init__(
+        self,
+        max_distance: int = 3,
+        expected_size: int = 1_000_000,
+        design: TableDesign | None = None,
+    ) -> None:
         super().__init__(max_distance)
+        if design is not None and design.max_distance != max_distance:
+            raise ValueError(
+                f"design is for distance {design.max_distance}, not max_distance={max_distance}"
+            )
+        self._auto_design = design is None
+        self.design = design or choose_design(max_distance, expected_size)
+        self._fingerprints = GrowableArray(np.uint64)
+        self._keys = KeyStore()
+        self._removed: set[int] = set()
+        #: Rows kept in the write buffer before a merge (None: the default bound).
+        self.buffer_limit: int | None = None
+        self._reset_tables()
+
+    @classmethod
+    def from_arrays(
+        cls,
+        fingerprints: Iterable[int] | npt.NDArray[Any],
+        keys: Sequence[str] | KeyStore,
+        max_distance: int = 3,
+        design: TableDesign | None = None,
+    ) -> MemoryIndex:
+        """An index over these entries built in bulk (sorts, no per-entry Python)."""
+        fps, store = entry_columns(fingerprints, keys)
+        index = cls(max_distance, expected_size=len(fps), design=design)
+        index._fingerprints = GrowableArray(np.uint64, fps)
+        index._keys = store
+        index._reset_tables()
+        return index
+
+    # -- the interface --------------------------------------------------------
+
+    def add_if_new(self, fingerprint: int, key: str) -> Match | None:
+        fingerprint = check_fingerprint(fingerprint)
+        bucket_keys = self.design.bucket_keys(fingerprint)
+        found = self._probe(fingerprint, bucket_keys)
+        if found:
+            return self._matches(found)[0]
+        self._append(fingerprint, key, bucket_keys)
+        return None
+
+    def query(self, fingerprint: int) -> list[Match]:
+        fingerprint = check_fingerprint(fingerprint)
+        return self._matches(self._probe(fingerprint, self.design.bucket_keys(fingerprint)))
+
+    def add(self, fingerprint: int, key: str) -> None:
+        fingerprint = check_fingerprint(fingerprint)
+        self._append(fingerprint, key, self.design.bucket_keys(fingerprint))
+
+    def add_many(self, items: Iterable[tuple[int, str]]) -> None:
+        pairs = list(items)
+        if len(pairs) < _MIN_BUFFER:
+            for fingerprint, key in pairs:
+                self.add(fingerprint, key)
+            return
+        fps = fingerprint_array([fingerprint for fingerprint, _ in pairs])
+        new_keys = KeyStore.from_keys(key for _, key in pairs)  # validates before storing
+        self._merge_buffer()
+        first_row = len(self._fingerprints)
+        self._fingerprints.extend(fps)
+        self._keys.extend_from(new_keys)
+        self._merge_rows(first_row)
+
+    def query_many(self, fingerprints: Sequence[int]) -> list[list[Match]]:
+        queries = fingerprint_array(fingerprints)
+        results: list[list[Match]] = []
+        for start in range(0, len(queries), _QUERY_CHUNK):
+            results.extend(self._query_chunk(queries[start : start + _QUERY_CHUNK]))
+        return results
+
+    def remove(self, fingerprint: int, key: str | None = None) -> int:
+        fingerprint = check_fingerprint(fingerprint)
+        found = self._probe(fingerprint, self.design.bucket_keys(fingerprint))
+        rows = [r for r, d in found.items() if d == 0 and key in (None, self._keys[r])]
+        self._removed.update(rows)
+        if len(self._removed) > max(self._buffer_bound(), len(self._fingerprints) // 4):
+            self._compact()
+        return len(rows)
+
+    def __len__(self) -> int:
+        return len(self._fingerprints) - len(self._removed)
+
+    def items(self) -> Iterator[tuple[int, str]]:
+        fps = self._fingerprints.values
+        for start in range(0, len(fps), _ITEMS_CHUNK):  # chunks: no list of n ints at once
+            chunk = fps[start : start + _ITEMS_CHUNK].tolist()
+            for row, fingerprint in enumerate(chunk, start):
+                if row not in self._removed:
+                    yield fingerprint, self._keys[row]
+
+    def describe(self) -> dict[str, Any]:
+        usage = self.memory_usage()
+        size = max(len(self), 1)
+        return {
+            **super().describe(),
+            "design": self.design.describe(),
+            "buffered": len(self._buffer),
+            "removed_pending": len(self._removed),
+            "index_bytes_per_fingerprint": round(usage["index_bytes"] / size, 1),
+            "key_bytes_per_fingerprint": round(usage["key_bytes"] / size, 1),
+        }
+
+    def memory_usage(self) -> dict[str, int]:
+        """Allocated bytes of the index structure and of the keys (buffer excluded)."""
+        index_bytes = self._fingerprints.nbytes + self._sorted.nbytes
+        return {"index_bytes": index_bytes, "key_bytes": self._keys.nbytes}
+
+    def bucket_stats(self) -> dict[str, Any]:
+        """Bucket sizes of the sorted part: largest, skew, candidates per probe."""
+        return bucket_stats(self._sorted)
+
+    # -- internals ------------------------------------------------------------
+
+    def _append(self, fingerprint: int, key: str, bucket_keys: Sequence[int]) -> None:
+        row = len(self._fingerprints)
+        self._keys.append(key)  # first: it validates the key
+        self._fingerprints.append(fingerprint)
+        self._buffer.add(row, fingerprint, bucket_keys)
+        if len(self._buffer) >= self._buffer_bound():
+            self._merge_buffer()
+
+    def _buffer_bound(self) -> int:
+        if self.buffer_limit is not None:
+            return self.buffer_limit
+        return max(_MIN_BUFFER, min(len(self._fingerprints) // 64, _MAX_BUFFER))
+
+    def _probe(self, fingerprint: int, bucket_keys: Sequence[int]) -> dict[int, int]:
+        """``{row: distance}`` of every live row within ``max_distance``."""
+        found: dict[int, int] = {}
+        rows = self._sorted.candidates(bucket_keys)
+        if len(rows):
+            fps = self._fingerprints.values
+            distances = np.bitwise_count(fps[rows] ^ np.uint64(fingerprint))
+            close = distances <= self.max_distance
+            found = dict(zip(rows[close].tolist(), distances[close].tolist()))
+        found.update(self._buffer.matches(fingerprint, bucket_keys, self.max_distance))
+        return self._live(found)
+
+    def _live(self, found: dict[int, int]) -> dict[int, int]:
+        """*found* without the removed rows (tombstones)."""
+        for row in self._removed.intersection(found) if self._removed else ():
+            del found[row]
+        return found
+
+    def _matches(self, found: dict[int, int]) -> list[Match]:
+        fps = self._fingerprints.values
+        matches = [Match(self._keys[r], int(fps[r]), d) for r, d in found.items()]
+        return sorted(matches, key=lambda m: (m.distance, m.key, m.fingerprint))
+
+    def _query_chunk(self, queries: npt.NDArray[np.uint64]) -> list[list[Match]]:
+        bucket_keys = self.design.bucket_keys_array(queries)
+        query_ids, rows = self._sorted.candidates_many(bucket_keys)
+        distances = np.bitwise_count(self._fingerprints.values[rows] ^ queries[query_ids])
+        close = distances <= self.max_distance
+        found: list[dict[int, int]] = [{} for _ in range(len(queries))]
+        hits = zip(query_ids[close].tolist(), rows[close].tolist(), distances[close].tolist())
+        for q, row, distance in hits:
+            found[q][row] = distance
+        if len(self._buffer):
+            for q, (fingerprint, *keys) in enumerate(zip(queries.tolist(), *bucket_keys.tolist())):
+                found[q].update(self._buffer.matches(fingerprint, keys, self.max_distance))
+        return [self._matches(self._live(found_of_query)) for found_of_query in found]
+
+    def _merge_buffer(self) -> None:
+        if len(self._buffer):
+            self._merge_rows(self._buffer.first_row)
+
+    def _merge_rows(self, first_row: int) -> None:
+        """Move rows ``first_row ...`` (all unmerged) into the sorted arrays."""
+        size = len(self._fingerprints)
+        wider = design_for_size(self.design, size) if self._auto_design else self.design
+        if wider.prefix_bits > self.design.prefix_bits:
+            self.design = wider  # more buckets as the index grows: rebuild once per doubling
+            self._reset_tables()
+            return
+        new = self._fingerprints.values[first_row:]
+        self._sorted = self._sorted.merged_with(new, first_row)
+        self._buffer = WriteBuffer(self.design, size)
+
+    def _reset_tables(self) -> None:
+        """Sort every row into the tables again; empty the write buffer."""
+        fps = self._fingerprints.values
+        self._sorted = SortedBuckets.build(self.design, fps)
+        self._buffer = WriteBuffer(self.design, len(fps))
+
+    def _compact(self) -> None:
+        """Drop removed rows for good (renumbers rows, so rebuilds the tables)."""
+        keep = np.ones(len(self._fingerprints), dtype=bool)
+        keep[list(self._removed)] = False
+        self._fingerprints = GrowableArray(np.uint64, self._fingerprints.values[keep])
+        self._keys = self._keys.compress(keep)
+        self._removed = set()
+        self._reset_tables()

@@ -1,0 +1,186 @@
+"""Bucket layouts of the in-memory permutation index (see :mod:`._tables`).
+
+:class:`SortedBuckets` is the bulk part: per table, the row ids sorted by bucket
+key (4 bytes a row) and a directory of ``2**prefix_bits + 1`` bucket offsets, so a
+bucket is one contiguous slice. :class:`WriteBuffer` holds the rows added since the
+last merge in small dicts, checked with plain ints; the index merges it into the
+sorted arrays when it grows past a bound, so merges are amortised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ._tables import TableDesign
+
+_EMPTY_ROWS = np.empty(0, dtype=np.uint32)
+# Row ids and bucket offsets are uint32: an index holds fewer than 2**32 entries.
+MAX_ROWS = 2**32 - 1
+
+
+def _sort_dtype(prefix_bits: int) -> type[np.unsignedinteger[Any]]:
+    # NumPy's stable argsort is a radix sort for 16-bit keys (much faster than merge sort)
+    return np.uint16 if prefix_bits <= 16 else np.uint32
+
+
+def _directory(
+    keys: npt.NDArray[np.unsignedinteger[Any]], prefix_bits: int
+) -> npt.NDArray[np.int64]:
+    counts = np.bincount(keys, minlength=2**prefix_bits)
+    directory = np.zeros(2**prefix_bits + 1, dtype=np.int64)
+    np.cumsum(counts, out=directory[1:])
+    return directory
+
+
+class SortedBuckets:
+    """Per table: row ids sorted by bucket, and the offsets of each bucket."""
+
+    def __init__(
+        self, design: TableDesign, rows: npt.NDArray[np.uint32], directories: npt.NDArray[np.uint32]
+    ) -> None:
+        self.design = design
+        self.rows = rows  # shape (tables, merged rows)
+        self.directories = directories  # shape (tables, 2**prefix_bits + 1)
+        # per-table views: indexing a 1-D view is cheaper than 2-D indexing per probe
+        self._row_views = list(rows)
+        self._directory_views = list(directories)
+
+    def __len__(self) -> int:
+        return int(self.rows.shape[1])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.rows.nbytes + self.directories.nbytes)
+
+    @classmethod
+    def build(cls, design: TableDesign, fingerprints: npt.NDArray[np.uint64]) -> SortedBuckets:
+        """Sort every row of *fingerprints* into every table (rows 0..n-1)."""
+        if len(fingerprints) > MAX_ROWS:
+            raise ValueError(f"an in-memory index holds at most {MAX_ROWS} entries")
+        keys = design.bucket_keys_array(fingerprints).astype(_sort_dtype(design.prefix_bits))
+        rows = np.empty(keys.shape, dtype=np.uint32)
+        directories = np.empty((len(keys), 2**design.prefix_bits + 1), dtype=np.uint32)
+        for table, table_keys in enumerate(keys):
+            rows[table] = np.argsort(table_keys, kind="stable")
+            directories[table] = _directory(table_keys, design.prefix_bits)
+        return cls(design, rows, directories)
+
+    def merged_with(self, fingerprints: npt.NDArray[np.uint64], first_row: int) -> SortedBuckets:
+        """A copy holding also rows ``first_row ...`` with these *fingerprints*.
+
+        New rows go at the end of their bucket, so each bucket stays sorted by row id:
+        one linear pass per table instead of a full re-sort.
+        """
+        if first_row + len(fingerprints) > MAX_ROWS:
+            raise ValueError(f"an in-memory index holds at most {MAX_ROWS} entries")
+        keys = self.design.bucket_keys_array(fingerprints).astype(
+            _sort_dtype(self.design.prefix_bits)
+        )
+        tables, old_size = self.rows.shape
+        rows = np.empty((tables, old_size + len(fingerprints)), dtype=np.uint32)
+        directories = np.empty_like(self.directories)
+        for table, table_keys in enumerate(keys):
+            order = np.argsort(table_keys, kind="stable")
+            # where each new row lands: after its bucket's old rows and earlier new rows
+            targets = self.directories[table][table_keys[order].astype(np.intp) + 1]
+            targets = targets.astype(np.intp) + np.arange(len(order))
+            is_old = np.ones(rows.shape[1], dtype=bool)
+            is_old[targets] = False
+            rows[table][is_old] = self.rows[table]
+            rows[table][targets] = order + first_row
+            counts = _directory(table_keys, self.design.prefix_bits)
+            directories[table] = self.directories[table] + counts
+        return SortedBuckets(self.design, rows, directories)
+
+    def candidates(self, keys: Sequence[int]) -> npt.NDArray[np.uint32]:
+        """Row ids in the buckets *keys* (one key per table), duplicates possible."""
+        parts = []
+        for rows, directory, key in zip(self._row_views, self._directory_views, keys):
+            start, stop = directory[key : key + 2].tolist()
+            if stop > start:
+                parts.append(rows[start:stop])
+        if not parts:
+            return _EMPTY_ROWS
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def candidates_many(
+        self, keys: npt.NDArray[np.uint64]
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.uint32]]:
+        """For keys of shape ``(tables, queries)``: (query index, row id) of every candidate."""
+        query_parts, row_parts = [], []
+        query_ids = np.arange(keys.shape[1])
+        for rows, directory, table_keys in zip(self._row_views, self._directory_views, keys):
+            bucket_ids = table_keys.astype(np.intp)
+            starts = directory[bucket_ids].astype(np.int64)
+            lengths = directory[bucket_ids + 1] - starts
+            total = int(lengths.sum())
+            # position of candidate j of query q: starts[q] + j, built without a Python loop
+            first_of_query = np.cumsum(lengths) - lengths
+            positions = np.arange(total) + np.repeat(starts - first_of_query, lengths)
+            query_parts.append(np.repeat(query_ids, lengths))
+            row_parts.append(rows[positions])
+        return np.concatenate(query_parts), np.concatenate(row_parts)
+
+    def bucket_sizes(self) -> npt.NDArray[np.int64]:
+        """Shape ``(tables, 2**prefix_bits)``: rows per bucket."""
+        return np.diff(self.directories, axis=1)
+
+
+class WriteBuffer:
+    """Rows added since the last merge, per table ``bucket key -> [row, ...]``."""
+
+    def __init__(self, design: TableDesign, first_row: int) -> None:
+        self.first_row = first_row
+        self._buckets: list[dict[int, list[int]]] = [{} for _ in design.tables]
+        self._fingerprints: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self._fingerprints)
+
+    def add(self, row: int, fingerprint: int, keys: Sequence[int]) -> None:
+        if row != self.first_row + len(self._fingerprints):
+            raise AssertionError("write buffer rows must be consecutive")
+        self._fingerprints.append(fingerprint)
+        for buckets, key in zip(self._buckets, keys):
+            bucket = buckets.get(key)
+            if bucket is None:
+                buckets[key] = [row]
+            else:
+                bucket.append(row)
+
+    def matches(self, fingerprint: int, keys: Sequence[int], max_distance: int) -> dict[int, int]:
+        """``{row: distance}`` of the buffered rows within *max_distance*."""
+        found: dict[int, int] = {}
+        for buckets, key in zip(self._buckets, keys):
+            for row in buckets.get(key, ()):
+                distance = (fingerprint ^ self._fingerprints[row - self.first_row]).bit_count()
+                if distance <= max_distance:
+                    found[row] = distance
+        return found
+
+
+def bucket_stats(buckets: SortedBuckets) -> dict[str, Any]:
+    """Largest bucket, skew and candidates per probe of the sorted part.
+
+    ``mean_candidates_per_probe`` is for probes drawn like the stored fingerprints
+    (a bucket of ``s`` rows is hit with probability ``s / n`` and yields ``s``
+    candidates); ``expected_candidates`` is the design's figure for uniform ones.
+    A ratio well above 1 means skewed data (many similar fingerprints).
+    """
+    size = len(buckets)
+    sizes = buckets.bucket_sizes()
+    mean_bucket = size / sizes.shape[1]
+    data_weighted = float((sizes.astype(np.float64) ** 2).sum() / size) if size else 0.0
+    largest = int(sizes.max()) if size else 0
+    return {
+        "rows": size,
+        "buckets_per_table": int(sizes.shape[1]),
+        "largest_bucket": largest,
+        "skew": round(largest / mean_bucket, 1) if size else 0.0,
+        "mean_candidates_per_probe": round(data_weighted, 1),
+        "expected_candidates": round(buckets.design.expected_candidates(size), 1),
+    }

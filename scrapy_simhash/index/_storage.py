@@ -1,0 +1,166 @@
+"""Compact column storage for the in-memory index: no Python object per entry.
+
+:func:`fingerprint_array` validates many fingerprints at once.
+:class:`GrowableArray` is an append-only NumPy array with amortised growth;
+:class:`KeyStore` keeps every key in one UTF-8 buffer plus an array of end offsets,
+so ten million URLs cost their bytes plus 8 bytes each, not ~100 bytes of ``str``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..core.fingerprint import check_fingerprint
+
+# Growth factor of GrowableArray: 1.25 keeps the slack (memory) small while the
+# number of copies stays logarithmic (amortised O(1) appends).
+_GROWTH = 1.25
+_MIN_CAPACITY = 1024
+
+
+class GrowableArray:
+    """An append-only 1-D NumPy array."""
+
+    def __init__(self, dtype: npt.DTypeLike, values: npt.ArrayLike | None = None) -> None:
+        initial = np.asarray(values if values is not None else [], dtype=dtype)
+        self._size = len(initial)
+        self._data = np.empty(max(_MIN_CAPACITY, self._size), dtype=dtype)
+        self._data[: self._size] = initial
+
+    def __len__(self) -> int:
+        return self._size
+
+    @property
+    def values(self) -> npt.NDArray[Any]:
+        """The stored values (a view: valid until the next append)."""
+        return self._data[: self._size]
+
+    @property
+    def nbytes(self) -> int:
+        """Allocated bytes, slack included."""
+        return int(self._data.nbytes)
+
+    def append(self, value: int) -> None:
+        if self._size == len(self._data):
+            self._reserve(self._size + 1)
+        self._data[self._size] = value
+        self._size += 1
+
+    def extend(self, values: npt.ArrayLike) -> None:
+        values = np.asarray(values, dtype=self._data.dtype)
+        end = self._size + len(values)
+        if end > len(self._data):
+            self._reserve(end)
+        self._data[self._size : end] = values
+        self._size = end
+
+    def _reserve(self, needed: int) -> None:
+        capacity = max(needed, int(len(self._data) * _GROWTH) + 1)
+        grown = np.empty(capacity, dtype=self._data.dtype)
+        grown[: self._size] = self._data[: self._size]
+        self._data = grown
+
+
+class KeyStore:
+    """Many ``str`` keys in one UTF-8 buffer; key ``i`` is ``data[ends[i-1]:ends[i]]``."""
+
+    def __init__(self) -> None:
+        self._data = bytearray()
+        self._ends = GrowableArray(np.uint64)
+
+    @classmethod
+    def from_buffer(cls, data: bytes | bytearray, ends: npt.ArrayLike) -> KeyStore:
+        """Adopt an encoded buffer and its end offsets (as a disk store keeps them)."""
+        store = cls()
+        store._data = bytearray(data)
+        store._ends = GrowableArray(np.uint64, ends)
+        ends = store._ends.values.astype(np.int64)
+        last = int(ends[-1]) if len(ends) else 0
+        if last != len(data) or (np.diff(ends) < 0).any():
+            raise ValueError("key end offsets must be non-decreasing and end at the buffer length")
+        return store
+
+    @classmethod
+    def from_keys(cls, keys: Iterable[str]) -> KeyStore:
+        store = cls()
+        store.extend(keys)
+        return store
+
+    @property
+    def data(self) -> bytes:
+        """The UTF-8 buffer (a copy), for persisting with :attr:`ends`."""
+        return bytes(self._data)
+
+    @property
+    def ends(self) -> npt.NDArray[np.uint64]:
+        return self._ends.values
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def __getitem__(self, index: int) -> str:
+        ends = self._ends.values
+        start = int(ends[index - 1]) if index else 0
+        return self._data[start : int(ends[index])].decode("utf-8", "surrogatepass")
+
+    def __iter__(self) -> Iterator[str]:
+        return (self[i] for i in range(len(self)))
+
+    @property
+    def nbytes(self) -> int:
+        return len(self._data) + self._ends.nbytes
+
+    def append(self, key: str) -> None:
+        self._data += _encode(key)
+        self._ends.append(len(self._data))
+
+    def extend(self, keys: Iterable[str]) -> None:
+        encoded = [_encode(key) for key in keys]
+        lengths = np.fromiter(map(len, encoded), dtype=np.uint64, count=len(encoded))
+        self._ends.extend(len(self._data) + np.cumsum(lengths, dtype=np.uint64))
+        self._data += b"".join(encoded)
+
+    def extend_from(self, other: KeyStore) -> None:
+        """Append every key of *other* without decoding them."""
+        self._ends.extend(len(self._data) + other.ends)
+        self._data += other._data
+
+    def compress(self, keep: npt.NDArray[np.bool_]) -> KeyStore:
+        """A new store with the keys where *keep* is true (vectorised, no decoding)."""
+        ends = self.ends.astype(np.int64)
+        lengths = ends - np.concatenate((np.zeros(1, dtype=np.int64), ends[:-1]))
+        byte_mask = np.repeat(keep, lengths)
+        data = np.frombuffer(self._data, dtype=np.uint8)[byte_mask]
+        return KeyStore.from_buffer(data.tobytes(), np.cumsum(lengths[keep], dtype=np.uint64))
+
+
+def _encode(key: str) -> bytes:
+    if not isinstance(key, str):
+        raise TypeError(f"a key is a str, not {type(key).__name__}: {key!r}")
+    # surrogatepass: any Python str round-trips, even lone surrogates from bad input
+    return key.encode("utf-8", "surrogatepass")
+
+
+def fingerprint_array(values: Iterable[int] | npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
+    """Validate fingerprints in bulk: integers in ``[0, 2**64)``, as uint64."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
+        if values.dtype.kind == "i" and len(values) and int(values.min()) < 0:
+            raise ValueError(f"not a 64-bit fingerprint: {int(values.min())}")
+        return values.astype(np.uint64, copy=False)
+    # np.asarray would turn a list mixing ints above 2**63 into floats: check each one
+    return np.fromiter(map(check_fingerprint, values), dtype=np.uint64)
+
+
+def entry_columns(
+    fingerprints: Iterable[int] | npt.NDArray[Any], keys: Sequence[str] | KeyStore
+) -> tuple[npt.NDArray[np.uint64], KeyStore]:
+    """Validated columns for a bulk build: fingerprints as uint64 and the keys stored."""
+    fps = fingerprint_array(fingerprints)
+    store = keys if isinstance(keys, KeyStore) else KeyStore.from_keys(keys)
+    if len(store) != len(fps):
+        raise ValueError(f"{len(fps)} fingerprints but {len(store)} keys")
+    return fps, store

@@ -1,0 +1,254 @@
+"""The permutation-table design of Manku, Jain & Das Sarma, "Detecting
+Near-Duplicates for Web Crawling" (WWW 2007), section 3.
+
+The 64 bits of a fingerprint are cut into ``B`` blocks as evenly as possible.
+Each of the ``C(B, k)`` tables picks ``B - k`` of the blocks as its *leading*
+blocks; a fingerprint goes into the bucket named by the first ``prefix_bits`` bits
+of its leading blocks, concatenated.
+
+Why this is exact (paper, section 3.1): if two fingerprints differ in at most
+``k`` bits, at most ``k`` of the ``B`` blocks differ, so at least ``B - k`` blocks
+agree entirely. The table whose leading blocks are exactly those blocks puts both
+in the same bucket, because its bucket key is a prefix of the concatenation of
+those blocks. Every candidate a probe finds is then checked by its full Hamming
+distance, so nothing beyond ``k`` is reported either.
+
+The trade-off (paper, section 3.1.1): more blocks mean more tables (memory and one
+lookup each) but longer leading blocks, hence fewer candidates per probe.
+:func:`choose_design` minimises the measured cost of a probe under a memory cap.
+
+>>> design = make_design(3, 4, prefix_bits=16)
+>>> design.blocks
+((48, 16), (32, 16), (16, 16), (0, 16))
+>>> design.tables
+((0,), (1,), (2,), (3,))
+>>> design.bucket_keys(0x1234_5678_9ABC_DEF0)
+(4660, 22136, 39612, 57072)
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from dataclasses import dataclass, field
+from itertools import combinations
+from math import comb
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..core.fingerprint import FINGERPRINT_BITS
+
+#: Bucket keys index a directory of ``2**prefix_bits`` offsets per table.
+MAX_PREFIX_BITS = 32
+#: Largest prefix :func:`choose_design` picks (a 256 MiB directory per table).
+_MAX_AUTO_PREFIX_BITS = 26
+#: Fewest buckets a table gets, so small indexes still spread out.
+_MIN_AUTO_PREFIX_BITS = 8
+#: Aim at ~8 rows per bucket: directories stay ~1/8 of the row arrays.
+_ROWS_PER_BUCKET_LOG2 = 3
+
+# Cost of a probe of MemoryIndex: fixed work per table (key, directory lookup,
+# slice) and per candidate (a random gather from the fingerprint array + popcount).
+# Fitted by `python benchmarks/bench_index.py --calibrate --sizes 10000000` (k = 3,
+# 8 designs of 4-20 tables, 10M fingerprints, CPython 3.11, NumPy 2.4, a shared
+# 2-core VM): only their ratio matters to choose_design.
+COST_PER_TABLE_NS = 2800.0
+COST_PER_CANDIDATE_NS = 15.0
+#: Row ids are uint32 and fingerprints uint64 in the in-memory layout.
+_ROW_ID_BYTES = 4
+_FINGERPRINT_BYTES = 8
+_OFFSET_BYTES = 4
+#: Default memory cap of :func:`choose_design`, index structure only (no keys).
+DEFAULT_MAX_BYTES_PER_FINGERPRINT = 64.0
+#: choose_design tries B = k + 1 ... k + _MAX_EXTRA_BLOCKS.
+_MAX_EXTRA_BLOCKS = 8
+
+# (source shift, mask, destination shift): key |= ((fp >> src) & mask) << dst
+_Term = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class TableDesign:
+    """Blocks, tables and bucket width of a permutation index (see module doc)."""
+
+    max_distance: int
+    blocks: tuple[tuple[int, int], ...]
+    tables: tuple[tuple[int, ...], ...]
+    prefix_bits: int
+    _terms: tuple[tuple[_Term, ...], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        terms = tuple(_key_terms(self.blocks, leading, self.prefix_bits) for leading in self.tables)
+        object.__setattr__(self, "_terms", terms)
+
+    @property
+    def leading_bits(self) -> int:
+        """Width of the shortest concatenation of leading blocks over all tables."""
+        return min(sum(self.blocks[i][1] for i in leading) for leading in self.tables)
+
+    def bucket_keys(self, fingerprint: int) -> tuple[int, ...]:
+        """One bucket key per table, with plain ints (fast for a single probe)."""
+        keys = []
+        for terms in self._terms:
+            key = 0
+            for src, mask, dst in terms:
+                key |= ((fingerprint >> src) & mask) << dst
+            keys.append(key)
+        return tuple(keys)
+
+    def bucket_keys_array(self, fingerprints: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+        """Bucket keys of many fingerprints: shape ``(tables, n)``, uint64."""
+        fps = np.asarray(fingerprints, dtype=np.uint64)
+        out = np.zeros((len(self._terms), len(fps)), dtype=np.uint64)
+        scratch = np.empty_like(fps)
+        for row, terms in zip(out, self._terms):
+            for src, mask, dst in terms:
+                np.right_shift(fps, np.uint64(src), out=scratch)
+                scratch &= np.uint64(mask)
+                scratch <<= np.uint64(dst)
+                row |= scratch
+        return out
+
+    def expected_candidates(self, size: int) -> float:
+        """Mean candidates per probe over all tables, for uniform fingerprints."""
+        return len(self.tables) * size / 2.0**self.prefix_bits
+
+    def bytes_per_fingerprint(self, size: int) -> float:
+        """Index memory per fingerprint (fingerprint, row ids, directories; no keys)."""
+        directories = len(self.tables) * (2**self.prefix_bits + 1) * _OFFSET_BYTES
+        return _row_bytes(len(self.tables)) + directories / max(size, 1)
+
+    def probe_cost_ns(self, size: int) -> float:
+        """Modelled cost of one probe at *size* fingerprints (see COST_* constants)."""
+        tables = len(self.tables) * COST_PER_TABLE_NS
+        return tables + self.expected_candidates(size) * COST_PER_CANDIDATE_NS
+
+    def with_prefix_bits(self, prefix_bits: int) -> TableDesign:
+        """The same blocks and tables with another bucket width."""
+        return make_design(self.max_distance, len(self.blocks), prefix_bits)
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-friendly summary for logs and ``inspect``."""
+        return {
+            "max_distance": self.max_distance,
+            "blocks": [width for _, width in self.blocks],
+            "tables": len(self.tables),
+            "leading_bits": self.leading_bits,
+            "prefix_bits": self.prefix_bits,
+        }
+
+
+@lru_cache(maxsize=256)  # designs are immutable; choose_design asks for the same ones
+def make_design(max_distance: int, blocks: int, prefix_bits: int | None = None) -> TableDesign:
+    """The design with *blocks* blocks for distance *max_distance*.
+
+    *prefix_bits* defaults to the leading width, capped at 16 bits.
+
+    >>> design = make_design(3, 5)
+    >>> [width for _, width in design.blocks], len(design.tables), design.prefix_bits
+    ([13, 13, 13, 13, 12], 10, 16)
+    """
+    _check_design_args(max_distance, blocks)
+    spans = _even_blocks(blocks)
+    tables = tuple(combinations(range(blocks), blocks - max_distance))
+    leading = min(sum(spans[i][1] for i in t) for t in tables)
+    if prefix_bits is None:
+        prefix_bits = min(leading, 16)
+    if not 0 < prefix_bits <= min(leading, MAX_PREFIX_BITS):
+        raise ValueError(
+            f"prefix_bits must be between 1 and {min(leading, MAX_PREFIX_BITS)} "
+            f"for {blocks} blocks and distance {max_distance}, not {prefix_bits}"
+        )
+    return TableDesign(max_distance, spans, tables, prefix_bits)
+
+
+def choose_design(
+    max_distance: int,
+    expected_size: int,
+    *,
+    max_bytes_per_fingerprint: float = DEFAULT_MAX_BYTES_PER_FINGERPRINT,
+) -> TableDesign:
+    """The cheapest design per probe for *expected_size* fingerprints.
+
+    Cost model: ``tables * COST_PER_TABLE_NS + candidates * COST_PER_CANDIDATE_NS``
+    (paper, section 3.1.1, with constants measured on this implementation), among
+    designs within *max_bytes_per_fingerprint*; if none fits, the one with the
+    fewest tables (``B = k + 1``).
+
+    >>> choose_design(3, 10_000_000).describe()["blocks"]
+    [16, 16, 16, 16]
+    >>> len(choose_design(3, 1_000_000_000).tables)
+    10
+    """
+    if expected_size < 0:
+        raise ValueError(f"expected_size must be >= 0, not {expected_size}")
+    fitting = []
+    last = min(max_distance + _MAX_EXTRA_BLOCKS, FINGERPRINT_BITS)
+    for blocks in range(max_distance + 1, last + 1):
+        if _row_bytes(comb(blocks, max_distance)) > max_bytes_per_fingerprint:
+            break  # more blocks only mean more tables
+        design = design_for_size(make_design(max_distance, blocks), expected_size)
+        if design.bytes_per_fingerprint(expected_size) <= max_bytes_per_fingerprint:
+            fitting.append(design)
+    if not fitting:
+        return design_for_size(make_design(max_distance, max_distance + 1), expected_size)
+    return min(fitting, key=lambda d: d.probe_cost_ns(expected_size))
+
+
+def _row_bytes(tables: int) -> int:
+    """Bytes per fingerprint of the row arrays alone (no directories)."""
+    return _FINGERPRINT_BYTES + tables * _ROW_ID_BYTES
+
+
+def design_for_size(design: TableDesign, size: int) -> TableDesign:
+    """*design* with a bucket width fit for *size* fingerprints (~8 per bucket)."""
+    wanted = math.floor(math.log2(max(size, 1))) - _ROWS_PER_BUCKET_LOG2
+    wanted = max(_MIN_AUTO_PREFIX_BITS, min(wanted, _MAX_AUTO_PREFIX_BITS))
+    prefix_bits = min(wanted, design.leading_bits)
+    if prefix_bits == design.prefix_bits:
+        return design
+    return design.with_prefix_bits(prefix_bits)
+
+
+def _check_design_args(max_distance: int, blocks: int) -> None:
+    if not 0 <= max_distance < FINGERPRINT_BITS:
+        raise ValueError(f"max_distance must be between 0 and 63, not {max_distance}")
+    if not max_distance < blocks <= FINGERPRINT_BITS:
+        raise ValueError(
+            f"blocks must be between {max_distance + 1} and {FINGERPRINT_BITS} "
+            f"for distance {max_distance}, not {blocks}"
+        )
+
+
+def _even_blocks(count: int) -> tuple[tuple[int, int], ...]:
+    """(shift, width) of *count* blocks, most significant first; widths differ by <= 1."""
+    base, extra = divmod(FINGERPRINT_BITS, count)
+    spans, top = [], FINGERPRINT_BITS
+    for index in range(count):
+        width = base + (index < extra)
+        top -= width
+        spans.append((top, width))
+    return tuple(spans)
+
+
+def _key_terms(
+    blocks: tuple[tuple[int, int], ...], leading: tuple[int, ...], prefix_bits: int
+) -> tuple[_Term, ...]:
+    """Shift-and-mask steps that build the first *prefix_bits* bits of the leading blocks."""
+    runs: list[list[int]] = []  # [shift, width] of runs of adjacent leading blocks
+    for index in leading:
+        shift, width = blocks[index]
+        if runs and runs[-1][0] == shift + width:  # adjacent: one shift serves both
+            runs[-1] = [shift, runs[-1][1] + width]
+        else:
+            runs.append([shift, width])
+    terms, remaining = [], prefix_bits
+    for shift, width in runs:
+        if remaining <= 0:
+            break
+        used = min(width, remaining)
+        remaining -= used
+        terms.append((shift + width - used, (1 << used) - 1, remaining))
+    return tuple(terms)
