@@ -27,12 +27,13 @@ CONFIGS: list[tuple[int, TableDesign | None]] = [
 ]
 CONFIG_IDS = [f"k{k}-{'auto' if d is None else len(d.blocks)}" for k, d in CONFIGS]
 
-# An operation: (kind, cluster, flipped bit positions, key number)
+# An operation: (kind, cluster, flipped bit positions, key number, wildcard bit positions)
 operations = st.tuples(
     st.sampled_from(["add_if_new", "add_if_new", "add", "remove", "remove_key", "query"]),
     st.integers(0, 3),
     st.lists(st.integers(0, 63), max_size=10),
     st.integers(0, 5),
+    st.lists(st.integers(0, 63), max_size=12),
 )
 
 
@@ -52,19 +53,22 @@ def fresh_pair(
 
 
 def apply(
-    index: MemoryIndex | BruteForceIndex, op: tuple[str, int, list[int], int], bases: list[int]
+    index: MemoryIndex | BruteForceIndex,
+    op: tuple[str, int, list[int], int, list[int]],
+    bases: list[int],
 ) -> object:
-    kind, cluster, positions, key_number = op
+    kind, cluster, positions, key_number, wildcard_positions = op
     fingerprint, key = near(bases[cluster], positions), f"https://example.com/{key_number}"
+    wildcard = near(0, sorted(set(wildcard_positions)))
     if kind == "add_if_new":
-        return index.add_if_new(fingerprint, key)
+        return index.add_if_new(fingerprint, key, wildcard)
     if kind == "add":
         return index.add(fingerprint, key)
     if kind == "remove":
         return index.remove(fingerprint)
     if kind == "remove_key":
         return index.remove(fingerprint, key)
-    return index.query(fingerprint)
+    return index.query(fingerprint, wildcard)
 
 
 @pytest.mark.parametrize(("k", "design"), CONFIGS, ids=CONFIG_IDS)
@@ -81,7 +85,7 @@ def test_same_answers_as_brute_force(
     k: int,
     design: TableDesign | None,
     bases: list[int],
-    ops: list[tuple[str, int, list[int], int]],
+    ops: list[tuple[str, int, list[int], int, list[int]]],
     buffer_limit: int,
     probes: list[tuple[int, list[int]]],
 ) -> None:

@@ -186,3 +186,22 @@ def test_make_design_rejects_bad_arguments(args: tuple[int, ...], message: str) 
 def test_choose_design_rejects_a_negative_size() -> None:
     with pytest.raises(ValueError, match="expected_size must be >= 0"):
         choose_design(3, -1)
+
+
+@given(
+    st.integers(0, 2**64 - 1),
+    st.integers(0, 2**64 - 1),
+    st.sampled_from([make_design(3, 4), make_design(3, 5, 8), make_design(1, 3)]),
+)
+@settings(max_examples=200)
+def test_probe_keys_spell_every_bucket_the_wildcard_can_reach(
+    fingerprint: int, other: int, design: TableDesign
+) -> None:
+    wildcard = other & (other >> 3) & (other >> 5)  # ~1/8 of the bits, varied positions
+    visited = design.probe_keys(fingerprint, wildcard)
+    # any fingerprint that agrees with the query outside the wildcard lands in a visited bucket
+    variant = (fingerprint & ~wildcard) | (other & wildcard)
+    for keys, key in zip(visited, design.bucket_keys(variant)):
+        assert key in keys
+        assert len(keys) == len(set(keys))
+    assert design.probe_keys(fingerprint) == tuple((key,) for key in design.bucket_keys(fingerprint))

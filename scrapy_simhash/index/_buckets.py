@@ -96,13 +96,14 @@ class SortedBuckets:
             directories[table] = self.directories[table] + counts
         return SortedBuckets(self.design, rows, directories)
 
-    def candidates(self, keys: Sequence[int]) -> npt.NDArray[np.uint32]:
-        """Row ids in the buckets *keys* (one key per table), duplicates possible."""
+    def candidates(self, key_sets: Sequence[Sequence[int]]) -> npt.NDArray[np.uint32]:
+        """Row ids in the buckets *key_sets* (the keys to visit per table), duplicates possible."""
         parts = []
-        for rows, directory, key in zip(self._row_views, self._directory_views, keys):
-            start, stop = directory[key : key + 2].tolist()
-            if stop > start:
-                parts.append(rows[start:stop])
+        for rows, directory, keys in zip(self._row_views, self._directory_views, key_sets):
+            for key in keys:
+                start, stop = directory[key : key + 2].tolist()
+                if stop > start:
+                    parts.append(rows[start:stop])
         if not parts:
             return _EMPTY_ROWS
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
@@ -152,14 +153,18 @@ class WriteBuffer:
             else:
                 bucket.append(row)
 
-    def matches(self, fingerprint: int, keys: Sequence[int], max_distance: int) -> dict[int, int]:
-        """``{row: distance}`` of the buffered rows within *max_distance*."""
+    def matches(
+        self, fingerprint: int, key_sets: Sequence[Sequence[int]], max_distance: int, wildcard: int = 0
+    ) -> dict[int, int]:
+        """``{row: full distance}`` of the buffered rows within *max_distance* off *wildcard*."""
         found: dict[int, int] = {}
-        for buckets, key in zip(self._buckets, keys):
-            for row in buckets.get(key, ()):
-                distance = (fingerprint ^ self._fingerprints[row - self.first_row]).bit_count()
-                if distance <= max_distance:
-                    found[row] = distance
+        counted = ~wildcard
+        for buckets, keys in zip(self._buckets, key_sets):
+            for key in keys:
+                for row in buckets.get(key, ()):
+                    difference = fingerprint ^ self._fingerprints[row - self.first_row]
+                    if (difference & counted).bit_count() <= max_distance:
+                        found[row] = difference.bit_count()
         return found
 
 

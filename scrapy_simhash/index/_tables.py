@@ -29,8 +29,9 @@ lookup each) but longer leading blocks, hence fewer candidates per probe.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import combinations
 from math import comb
 from typing import Any
@@ -97,6 +98,19 @@ class TableDesign:
                 key |= ((fingerprint >> src) & mask) << dst
             keys.append(key)
         return tuple(keys)
+
+    def probe_keys(self, fingerprint: int, wildcard: int = 0) -> tuple[tuple[int, ...], ...]:
+        """Per table, every bucket a query must visit when its *wildcard* bits may differ.
+
+        Bucket keys are bit extractions, so ``bucket_keys(wildcard)`` marks, per table,
+        the key bits that come from wildcard bits; the query visits each bucket those
+        bits can spell (2**w buckets for w such bits).
+        """
+        if not wildcard:
+            return tuple((key,) for key in self.bucket_keys(fingerprint))
+        bases = self.bucket_keys(fingerprint & ~wildcard)
+        free_bits = self.bucket_keys(wildcard)
+        return tuple(tuple(_spell(base, free)) for base, free in zip(bases, free_bits))
 
     def bucket_keys_array(self, fingerprints: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
         """Bucket keys of many fingerprints: shape ``(tables, n)``, uint64."""
@@ -252,3 +266,13 @@ def _key_terms(
         remaining -= used
         terms.append((shift + width - used, (1 << used) - 1, remaining))
     return tuple(terms)
+
+
+def _spell(base: int, free: int) -> Iterator[int]:
+    """``base | subset`` for every subset of the bits of *free* (base has none of them)."""
+    subset = 0
+    while True:
+        yield base | subset
+        subset = (subset - free) & free  # next subset of `free` in counting order
+        if not subset:
+            return

@@ -68,16 +68,22 @@ class SimhashIndex(ABC):
         self.max_distance = max_distance
 
     @abstractmethod
-    def add_if_new(self, fingerprint: int, key: str) -> Match | None:
+    def add_if_new(self, fingerprint: int, key: str, wildcard: int = 0) -> Match | None:
         """Check and record in one step (atomically where the backend is shared).
 
-        Return the nearest stored match within ``max_distance`` and store nothing,
-        or return ``None`` after storing ``(fingerprint, key)``.
+        Return the nearest stored match (see :meth:`query`) and store nothing, or
+        return ``None`` after storing ``(fingerprint, key)``.
         """
 
     @abstractmethod
-    def query(self, fingerprint: int) -> list[Match]:
-        """Every stored match within ``max_distance``, nearest first."""
+    def query(self, fingerprint: int, wildcard: int = 0) -> list[Match]:
+        """Every stored match, nearest first.
+
+        A stored fingerprint matches when it differs from *fingerprint* in at most
+        ``max_distance`` bits outside the *wildcard* mask: bits of the query that may
+        differ freely (its least-confident bits, :attr:`FingerprintResult.wildcard`).
+        ``Match.distance`` is the full Hamming distance.
+        """
 
     @abstractmethod
     def add(self, fingerprint: int, key: str) -> None:
@@ -104,9 +110,9 @@ class SimhashIndex(ABC):
         """:meth:`query` for each fingerprint, in order."""
         return [self.query(fingerprint) for fingerprint in fingerprints]
 
-    def nearest(self, fingerprint: int) -> Match | None:
-        """The nearest stored match within ``max_distance``, or ``None``."""
-        matches = self.query(fingerprint)
+    def nearest(self, fingerprint: int, wildcard: int = 0) -> Match | None:
+        """The nearest stored match (see :meth:`query`), or ``None``."""
+        matches = self.query(fingerprint, wildcard)
         return matches[0] if matches else None
 
     def describe(self) -> dict[str, Any]:

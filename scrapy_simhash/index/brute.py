@@ -41,18 +41,20 @@ class BruteForceIndex(SimhashIndex):
         index._fingerprints = GrowableArray(np.uint64, fps)
         return index
 
-    def add_if_new(self, fingerprint: int, key: str) -> Match | None:
-        matches = self.query(fingerprint)
+    def add_if_new(self, fingerprint: int, key: str, wildcard: int = 0) -> Match | None:
+        matches = self.query(fingerprint, wildcard)
         if matches:
             return matches[0]
         self.add(fingerprint, key)
         return None
 
-    def query(self, fingerprint: int) -> list[Match]:
-        fingerprint = check_fingerprint(fingerprint)
+    def query(self, fingerprint: int, wildcard: int = 0) -> list[Match]:
+        fingerprint, wildcard = check_fingerprint(fingerprint), check_fingerprint(wildcard)
         stored = self._fingerprints.values
-        distances = np.bitwise_count(stored ^ np.uint64(fingerprint))
-        hits = np.flatnonzero(distances <= self.max_distance).tolist()
+        differences = stored ^ np.uint64(fingerprint)
+        distances = np.bitwise_count(differences)
+        counted = np.bitwise_count(differences & ~np.uint64(wildcard)) if wildcard else distances
+        hits = np.flatnonzero(counted <= self.max_distance).tolist()
         matches = [Match(self._keys[i], int(stored[i]), int(distances[i])) for i in hits]
         return sorted(matches, key=lambda m: (m.distance, m.key, m.fingerprint))
 

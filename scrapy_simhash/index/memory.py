@@ -88,18 +88,17 @@ class MemoryIndex(SimhashIndex):
 
     # -- the interface --------------------------------------------------------
 
-    def add_if_new(self, fingerprint: int, key: str) -> Match | None:
-        fingerprint = check_fingerprint(fingerprint)
-        bucket_keys = self.design.bucket_keys(fingerprint)
-        found = self._probe(fingerprint, bucket_keys)
+    def add_if_new(self, fingerprint: int, key: str, wildcard: int = 0) -> Match | None:
+        fingerprint, wildcard = check_fingerprint(fingerprint), check_fingerprint(wildcard)
+        found = self._probe(fingerprint, wildcard)
         if found:
             return self._matches(found)[0]
-        self._append(fingerprint, key, bucket_keys)
+        self._append(fingerprint, key, self.design.bucket_keys(fingerprint))
         return None
 
-    def query(self, fingerprint: int) -> list[Match]:
-        fingerprint = check_fingerprint(fingerprint)
-        return self._matches(self._probe(fingerprint, self.design.bucket_keys(fingerprint)))
+    def query(self, fingerprint: int, wildcard: int = 0) -> list[Match]:
+        fingerprint, wildcard = check_fingerprint(fingerprint), check_fingerprint(wildcard)
+        return self._matches(self._probe(fingerprint, wildcard))
 
     def add(self, fingerprint: int, key: str) -> None:
         fingerprint = check_fingerprint(fingerprint)
@@ -128,7 +127,7 @@ class MemoryIndex(SimhashIndex):
 
     def remove(self, fingerprint: int, key: str | None = None) -> int:
         fingerprint = check_fingerprint(fingerprint)
-        found = self._probe(fingerprint, self.design.bucket_keys(fingerprint))
+        found = self._probe(fingerprint)
         rows = [r for r, d in found.items() if d == 0 and key in (None, self._keys[r])]
         self._removed.update(rows)
         if len(self._removed) > max(self._buffer_bound(), len(self._fingerprints) // 4):
@@ -182,16 +181,21 @@ class MemoryIndex(SimhashIndex):
             return self.buffer_limit
         return max(_MIN_BUFFER, min(len(self._fingerprints) // 64, _MAX_BUFFER))
 
-    def _probe(self, fingerprint: int, bucket_keys: Sequence[int]) -> dict[int, int]:
-        """``{row: distance}`` of every live row within ``max_distance``."""
+    def _probe(self, fingerprint: int, wildcard: int = 0) -> dict[int, int]:
+        """``{row: full distance}`` of every live row within ``max_distance`` off *wildcard*."""
         found: dict[int, int] = {}
-        rows = self._sorted.candidates(bucket_keys)
+        key_sets = self.design.probe_keys(fingerprint, wildcard)
+        rows = self._sorted.candidates(key_sets)
         if len(rows):
-            fps = self._fingerprints.values
-            distances = np.bitwise_count(fps[rows] ^ np.uint64(fingerprint))
-            close = distances <= self.max_distance
+            differences = self._fingerprints.values[rows] ^ np.uint64(fingerprint)
+            distances = np.bitwise_count(differences)
+            if wildcard:
+                distances_off_wildcard = np.bitwise_count(differences & ~np.uint64(wildcard))
+            else:
+                distances_off_wildcard = distances
+            close = distances_off_wildcard <= self.max_distance
             found = dict(zip(rows[close].tolist(), distances[close].tolist()))
-        found.update(self._buffer.matches(fingerprint, bucket_keys, self.max_distance))
+        found.update(self._buffer.matches(fingerprint, key_sets, self.max_distance, wildcard))
         return self._live(found)
 
     def _live(self, found: dict[int, int]) -> dict[int, int]:
@@ -216,7 +220,8 @@ class MemoryIndex(SimhashIndex):
             found[q][row] = distance
         if len(self._buffer):
             for q, (fingerprint, *keys) in enumerate(zip(queries.tolist(), *bucket_keys.tolist())):
-                found[q].update(self._buffer.matches(fingerprint, keys, self.max_distance))
+                key_sets = [(key,) for key in keys]
+                found[q].update(self._buffer.matches(fingerprint, key_sets, self.max_distance))
         return [self._matches(self._live(found_of_query)) for found_of_query in found]
 
     def _merge_buffer(self) -> None:
