@@ -7,6 +7,9 @@ Hamming distance k with the permutation-table index of Manku, Jain & Das Sarma
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .core.fingerprint import from_hex, hamming_distance, simhash, to_hex
 from .core.fingerprinter import Fingerprinter, FingerprintOptions, FingerprintResult
 from .index import (
@@ -19,9 +22,34 @@ from .index import (
     open_index,
 )
 
+if TYPE_CHECKING:
+    from .addon import Addon
+    from .config import SimhashSettings
+    from .exceptions import NearDuplicateItem, NearDuplicatePage
+    from .middlewares import SimhashMiddleware
+    from .pipelines import SimhashPipeline
+
 __version__ = "0.1.0"
 
+# The Scrapy components load on first use, so the core, the index and the CLI
+# import without Scrapy (``from scrapy_simhash import SimhashMiddleware`` still works).
+_SCRAPY_NAMES = {
+    "Addon": ".addon",
+    "NearDuplicateItem": ".exceptions",
+    "NearDuplicatePage": ".exceptions",
+    "SimhashMiddleware": ".middlewares",
+    "SimhashPipeline": ".pipelines",
+    "SimhashSettings": ".config",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _SCRAPY_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_SCRAPY_NAMES[name], __name__), name)
+
 __all__ = [
+    "Addon",
     "FingerprintOptions",
     "FingerprintResult",
     "Fingerprinter",
@@ -29,8 +57,13 @@ __all__ = [
     "IndexUnavailableError",
     "Match",
     "MemoryIndex",
+    "NearDuplicateItem",
+    "NearDuplicatePage",
     "SimhashIndex",
     "SimhashIndexError",
+    "SimhashMiddleware",
+    "SimhashPipeline",
+    "SimhashSettings",
     "from_hex",
     "hamming_distance",
     "open_index",

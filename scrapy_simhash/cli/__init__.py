@@ -15,6 +15,8 @@ from collections.abc import Sequence
 _COMMAND_MODULES = (
     "fingerprint",
     "dedup",
+    "indextools",
+    "evaluate",
 )
 
 

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
                 out["skip_reason"] = result.skip_reason
             else:
                 out["fingerprint"] = to_hex(result.fingerprint)
-                match = index.add_if_new(result.fingerprint, str(record_id))
+                match = index.add_if_new(result.fingerprint, str(record_id), result.wildcard)
                 if match is not None:
                     out["duplicate_of"], out["distance"] = match.key, match.distance
             write_jsonl(output, out)

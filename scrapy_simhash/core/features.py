@@ -1,79 +1,154 @@
-"""Text -> tokens (jieba for Han script, words otherwise) -> weighted shingle hashes."""
+"""Text -> tokens -> weighted shingle hashes -> SimHash.
+
+Tokens come from :mod:`.segment` (jieba/rjieba for Han, a regex for other scripts),
+shingles of ``shingle_size`` tokens are hashed by :mod:`.hashing`, and each distinct
+shingle is weighted by its damped term frequency, so a phrase repeated all over a
+page (a menu entry, a footer) cannot outvote the rest.
+"""
 
 from __future__ import annotations
 
-import hashlib
-import logging
-import re
-from collections import Counter
-from functools import cached_property
-from typing import Callable
+from collections.abc import Sequence
+from typing import NamedTuple, Union
 
 import numpy as np
+import numpy.typing as npt
 
+from . import hashing, segment
 from .fingerprint import simhash
 
-# Han ideographs (CJK Unified + Extension A + Compatibility) form runs given to jieba.
-_HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
-_WORD = re.compile(r"\w+")
-_TOKEN_CACHE_LIMIT = 500_000
+#: How a shingle seen ``tf`` times on a page is weighted.
+WEIGHTINGS = ("log", "tf", "binary")
+
+# Weights are rounded to multiples of 1/1024: SimHash vote sums are then exact in
+# float64, whatever order BLAS adds them in, so a page gets the same bits everywhere.
+_WEIGHT_QUANTUM = 1024.0
 
 
-def _load_segmenter(name: str) -> Callable[[str], list[str]]:
-    if name in ("auto", "rjieba"):
-        try:
-            import rjieba
-        except ImportError:
-            if name == "rjieba":
-                raise
-        else:
-            return rjieba.cut
-    import jieba
+class Features(NamedTuple):
+    """The distinct shingle hashes of a page, their weights, and its token count."""
 
-    jieba.setLogLevel(logging.WARNING)  # it logs the dictionary load at DEBUG/INFO
-    return jieba.lcut
+    hashes: npt.NDArray[np.uint64]
+    weights: npt.NDArray[np.float64]
+    n_tokens: int
+
+
+Content = Union[str, Sequence[str]]
 
 
 class Featurizer:
-    """Tokenize, shingle, weight and hash (baseline)."""
+    """Turn normalised text, or a sequence of text blocks, into SimHash features.
 
-    def __init__(self, shingle_size: int = 3, hash_key: bytes = b"", segmenter: str = "auto") -> None:
+    - ``shingle_size``: tokens per shingle (default 2; 1 = single tokens); shingles never span
+      two blocks, and a block with fewer tokens is one shorter shingle.
+    - ``hash_key``: secret bytes (at most 64) keying every hash; see :mod:`.hashing`.
+    - ``segmenter``: ``"auto"`` (rjieba if importable, else jieba), ``"rjieba"``, ``"jieba"``,
+      or ``"char"`` (every Han character is a token).
+    - ``weighting``: a shingle seen tf times weighs ``"tf"``, ``"log"`` (1 + ln tf) or
+      ``"binary"`` (1); ``max_weight`` caps it.
+
+    It remembers the hashes of the tokens it has seen: keep one per crawl.
+
+    >>> featurizer = Featurizer(shingle_size=2)
+    >>> blocks = ["near-duplicate pages", "同一个页面的近似副本"]
+    >>> found = featurizer.features(blocks)
+    >>> found.n_tokens, len(found.hashes)  # (near duplicate) (duplicate pages) (同一个 页面) ...
+    (8, 6)
+    >>> featurizer.fingerprint(found) == featurizer.fingerprint(blocks)
+    True
+    """
+
+    def __init__(
+        self,
+        shingle_size: int = 2,
+        hash_key: bytes = b"",
+        segmenter: str = "auto",
+        weighting: str = "tf",
+        max_weight: float | None = None,
+    ) -> None:
+        if not 1 <= shingle_size <= 16:
+            raise ValueError(f"shingle_size must be between 1 and 16, not {shingle_size}")
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting must be one of {WEIGHTINGS}, not {weighting!r}")
+        if max_weight is not None and not max_weight > 0:
+            raise ValueError(f"max_weight must be positive, not {max_weight!r}")
         self.shingle_size = shingle_size
-        self._hash_key = hash_key
-        self._segmenter_name = segmenter
-        self._token_hashes: dict[str, int] = {}
+        self.weighting = weighting
+        self.max_weight = max_weight
+        self.tokens = segment.Tokenizer(segmenter)
+        self._hash_tokens = hashing.TokenHasher(hash_key)
+        self._separator_hash = np.uint64(hashing.token_hash(segment.BLOCK_SEPARATOR, hash_key))
 
-    @cached_property
-    def _segment(self) -> Callable[[str], list[str]]:
-        return _load_segmenter(self._segmenter_name)
+    def features(self, content: Content, block_weights: Sequence[float] | None = None) -> Features:
+        """Features of a text, or of blocks (with optional per-block weight factors).
 
-    def tokens(self, text: str) -> list[str]:
-        out: list[str] = []
-        position = 0
-        for run in _HAN_RUN.finditer(text):
-            out += _WORD.findall(text, position, run.start())
-            out += self._segment(run.group())
-            position = run.end()
-        out += _WORD.findall(text, position)
-        return out
+        >>> f = Featurizer(shingle_size=2, weighting="log").features("a b a b a")
+        >>> f.n_tokens, len(f.hashes), sorted(f.weights.tolist())
+        (5, 2, [1.693359375, 1.693359375])
+        """
+        blocks = [content] if isinstance(content, str) else list(content)
+        if block_weights is not None and len(block_weights) != len(blocks):
+            raise ValueError(f"{len(blocks)} blocks but {len(block_weights)} block weights")
+        if self.shingle_size == 1 and block_weights is None:
+            return self._unigrams("\n".join(blocks))
+        token_hashes, lengths = self._hash_blocks(blocks)
+        shingles = hashing.block_shingle_hashes(token_hashes, self.shingle_size, lengths)
+        if block_weights is None:
+            hashes, counts = np.unique(shingles, return_counts=True)
+            weights = self._damp(counts)
+        else:
+            hashes, weights = self._weigh_blocks(shingles, lengths, block_weights)
+        return Features(hashes, weights, len(token_hashes))
 
-    def _hash_token(self, token: str) -> int:
-        value = self._token_hashes.get(token)
-        if value is None:
-            if len(self._token_hashes) >= _TOKEN_CACHE_LIMIT:
-                self._token_hashes.clear()
-            digest = hashlib.blake2b(token.encode(), digest_size=8, key=self._hash_key).digest()
-            value = self._token_hashes[token] = int.from_bytes(digest, "little")
-        return value
+    def _hash_blocks(self, blocks: list[str]) -> tuple[npt.NDArray[np.uint64], list[int]]:
+        """Token hashes of all blocks and each block's token count, from one tokenizer call."""
+        separator = segment.BLOCK_SEPARATOR
+        joined = separator.join(blocks)
+        if joined.count(separator) > max(len(blocks) - 1, 0):  # one inside a block: no boundary
+            joined = separator.join(block.replace(separator, " ") for block in blocks)
+        token_hashes = self._hash_tokens(self.tokens.raw(joined))
+        is_separator = token_hashes == self._separator_hash
+        ends = np.flatnonzero(is_separator)
+        if not len(ends):
+            return token_hashes, [len(token_hashes)] if blocks else []
+        starts = np.concatenate([[0], ends + 1])
+        lengths = np.diff(np.concatenate([starts, [len(token_hashes) + 1]])) - 1
+        return token_hashes[~is_separator], lengths.tolist()
 
-    def fingerprint(self, tokens: list[str]) -> int:
-        size = min(self.shingle_size, len(tokens))
-        shingles = Counter(tuple(tokens[i : i + size]) for i in range(len(tokens) - size + 1))
-        hashes = np.empty(len(shingles), dtype=np.uint64)
-        for row, shingle in enumerate(shingles):
-            value = 0
-            for token in shingle:
-                value = (value * 0x9E3779B97F4A7C15 + self._hash_token(token)) & 0xFFFFFFFFFFFFFFFF
-            hashes[row] = value
-        weights = 1.0 + np.log(np.fromiter(shingles.values(), dtype=np.float64))
-        return simhash(hashes, weights)
+    def _unigrams(self, content: str) -> Features:
+        """The fast path of shingle size 1: count tokens, hash the distinct ones."""
+        counts = self.tokens.counts(content)
+        token_hashes, tf = self._hash_tokens.counted(counts)
+        return Features(hashing.mix64(token_hashes), self._damp(tf), int(tf.sum()))
+
+    def fingerprint(self, content: Content | Features) -> int:
+        """The 64-bit SimHash of *content* (text, blocks, or its :class:`Features`)."""
+        found = content if isinstance(content, Features) else self.features(content)
+        return simhash(found.hashes, found.weights)
+
+    def _damp(
+        self, counts: npt.NDArray[np.intp], factors: npt.NDArray[np.float64] | None = None
+    ) -> npt.NDArray[np.float64]:
+        """Weights from counts (and per-shingle factors), capped and quantised."""
+        if self.weighting == "log":
+            weights = 1.0 + np.log(counts)
+        elif self.weighting == "tf":
+            weights = counts.astype(np.float64)
+        else:
+            weights = np.ones(len(counts))
+        if factors is not None:
+            weights *= factors
+        if self.max_weight is not None:
+            np.minimum(weights, self.max_weight, out=weights)
+        return np.round(weights * _WEIGHT_QUANTUM) / _WEIGHT_QUANTUM
+
+    def _weigh_blocks(
+        self, shingles: npt.NDArray[np.uint64], lengths: list[int], block_weights: Sequence[float]
+    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float64]]:
+        """A shingle weighs its damped tf times the largest factor of the blocks it is in."""
+        per_block = np.asarray(hashing.shingles_per_block(lengths, self.shingle_size))
+        occurrence = np.repeat(np.asarray(block_weights, dtype=np.float64), per_block)
+        hashes, inverse, counts = np.unique(shingles, return_inverse=True, return_counts=True)
+        factors = np.zeros(len(hashes))
+        np.maximum.at(factors, inverse, occurrence)
+        return hashes, self._damp(counts, factors)

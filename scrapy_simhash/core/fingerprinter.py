@@ -2,16 +2,27 @@
 
 Scrapy glue, the CLI and benchmarks use only this module's three names; how text is
 extracted and which features are built is free to change behind them.
+
+The pipeline: decode and parse (:mod:`.text`) -> main content (:mod:`.content`, or
+any extractor you pass) -> normalised blocks -> the site's template blocks left out
+(:mod:`.templates`) -> weighted shingles (:mod:`.features`) -> 64-bit SimHash.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Literal
+from urllib.parse import urlsplit
 
-from . import features, text
+from . import content, features, segment, templates, text
+from .fingerprint import simhash_margins, weakest_bits
 
-Segmenter = Literal["auto", "jieba", "rjieba"]
+Segmenter = Literal["char", "auto", "jieba", "rjieba"]
+Weighting = Literal["tf", "log", "binary"]
+
+# A block without a single letter (a lone counter, a date, "|") carries no content.
+_HAS_LETTER = re.compile(r"[^\W\d_]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,38 +31,63 @@ class FingerprintOptions:
 
     Fingerprints made with different options are not comparable; :meth:`signature`
     names the options so a stored index can refuse fingerprints of another kind.
+    The defaults are the values tuned on the dev corpus (see the README, "How well
+    does it work"): bigrams of tokens (words; each Han character is a token) weighted
+    by term frequency, main content only, per-site template blocks left out, pages
+    under 10 tokens not fingerprinted.
     """
 
-    shingle_size: int = 3
-    min_tokens: int = 30
+    shingle_size: int = 2
+    weighting: Weighting = "tf"
+    min_tokens: int = 10
     hash_key: bytes = field(default=b"", repr=False)
-    segmenter: Segmenter = "auto"
+    #: "char": every Han character is a token (measured better than words, and faster);
+    #: "auto"/"rjieba"/"jieba": dictionary words.
+    segmenter: Segmenter = "char"
     main_content: bool = True
     template_suppression: bool = True
+    #: How many of a page's least-confident bits its index query may ignore (see
+    #: :attr:`FingerprintResult.wildcard`); it changes queries, not fingerprints.
+    wildcard_bits: int = 12
 
     def __post_init__(self) -> None:
         if not 1 <= self.shingle_size <= 16:
             raise ValueError(f"shingle_size must be between 1 and 16, not {self.shingle_size}")
+        if self.weighting not in features.WEIGHTINGS:
+            raise ValueError(f"weighting must be one of {features.WEIGHTINGS}, not {self.weighting!r}")
         if self.min_tokens < 1:
             raise ValueError(f"min_tokens must be at least 1, not {self.min_tokens}")
-        if self.segmenter not in ("auto", "jieba", "rjieba"):
-            raise ValueError(f"segmenter must be 'auto', 'jieba' or 'rjieba', not {self.segmenter!r}")
+        if self.segmenter not in segment.SEGMENTERS:
+            raise ValueError(f"segmenter must be one of {segment.SEGMENTERS}, not {self.segmenter!r}")
+        if not 0 <= self.wildcard_bits <= 32:
+            raise ValueError(f"wildcard_bits must be between 0 and 32, not {self.wildcard_bits}")
 
     def signature(self) -> str:
         """A stable string naming the options (the key's presence, never the key)."""
         values = asdict(self)
         values["hash_key"] = "keyed" if self.hash_key else "unkeyed"
-        values.pop("segmenter")  # jieba and rjieba segment identically
-        return "simhash-v1;" + ";".join(f"{k}={v}" for k, v in sorted(values.items()))
+        # jieba and rjieba (and so "auto") cut words identically; "char" does not.
+        values["segmenter"] = "char" if self.segmenter == "char" else "words"
+        del values["wildcard_bits"]  # query-side only: fingerprints are the same
+        return "simhash-v2;" + ";".join(f"{k}={v}" for k, v in sorted(values.items()))
 
 
 @dataclass(frozen=True, slots=True)
 class FingerprintResult:
-    """A fingerprint, or the reason there is none (``skip_reason``)."""
+    """A fingerprint, or the reason there is none (``skip_reason``).
+
+    ``template_blocks`` counts the blocks left out as the site's template.
+    ``wildcard`` masks the fingerprint's least-confident bits: those whose SimHash
+    vote was closest to a tie, the first to flip under a small edit of the page.
+    Pass it to :meth:`SimhashIndex.add_if_new` so they may differ freely.
+    """
 
     fingerprint: int | None
     tokens: int = 0
     skip_reason: str | None = None
+    blocks: int = 0
+    template_blocks: int = 0
+    wildcard: int = 0
 
     @property
     def skipped(self) -> bool:
@@ -62,31 +98,69 @@ class Fingerprinter:
     """Turn pages into 64-bit SimHash fingerprints.
 
     It keeps per-site state (the template blocks learned so far), so use one
-    instance per crawl and feed it pages with their URL.
+    instance per crawl and feed it pages with their URL (only the host is used).
+    *extractor* replaces the main-content extraction: any callable taking the
+    parsed lxml root and returning the page's text blocks.
     """
 
-    def __init__(self, options: FingerprintOptions | None = None) -> None:
+    def __init__(
+        self, options: FingerprintOptions | None = None, *, extractor: content.Extractor | None = None
+    ) -> None:
         self.options = options or FingerprintOptions()
+        if extractor is None:
+            extractor = content.extract_main_blocks if self.options.main_content else text.split_blocks
+        self._extract = extractor
         self._featurizer = features.Featurizer(
             shingle_size=self.options.shingle_size,
             hash_key=self.options.hash_key,
             segmenter=self.options.segmenter,
+            weighting=self.options.weighting,
         )
+        self.templates = templates.TemplateMemory() if self.options.template_suppression else None
 
     def from_html(
         self, html: bytes | str, *, url: str | None = None, encoding: str | None = None
     ) -> FingerprintResult:
         """Fingerprint a page; *encoding* is the HTTP-declared one, if any."""
         try:
-            document = text.parse_html(html, encoding=encoding)
+            root = text.parse_html(html, encoding=encoding)
         except text.NotHtmlError as exc:
             return FingerprintResult(None, skip_reason=exc.reason)
-        return self.from_text(text.main_text(document))
+        blocks = content_blocks(self._extract(root))
+        domain = _domain(url) if self.templates is not None else None
+        if domain is None or self.templates is None:
+            return self._fingerprint(blocks)
+        kept = self.templates.filter(domain, blocks)
+        result = self._fingerprint(kept, template_blocks=len(blocks) - len(kept))
+        if result.fingerprint is not None:
+            self.templates.learn(domain, blocks, result.fingerprint)
+        return result
 
-    def from_text(self, content: str) -> FingerprintResult:
-        """Fingerprint plain text (already extracted main content)."""
-        tokens = self._featurizer.tokens(text.normalize(content))
-        if len(tokens) < self.options.min_tokens:
-            reason = "empty" if not tokens else "too_short"
-            return FingerprintResult(None, tokens=len(tokens), skip_reason=reason)
-        return FingerprintResult(self._featurizer.fingerprint(tokens), tokens=len(tokens))
+    def from_text(self, content_text: str) -> FingerprintResult:
+        """Fingerprint plain text (already extracted main content); lines are blocks."""
+        return self._fingerprint(content_blocks(content_text.splitlines()))
+
+    def _fingerprint(self, blocks: list[str], template_blocks: int = 0) -> FingerprintResult:
+        found = self._featurizer.features(blocks)
+        if found.n_tokens < self.options.min_tokens:
+            reason = "empty" if not found.n_tokens else "too_short"
+            return FingerprintResult(None, found.n_tokens, reason, len(blocks), template_blocks)
+        fingerprint, margins = simhash_margins(found.hashes, found.weights)
+        wildcard = weakest_bits(margins, self.options.wildcard_bits)
+        return FingerprintResult(
+            fingerprint, found.n_tokens, None, len(blocks), template_blocks, wildcard
+        )
+
+
+def content_blocks(raw_blocks: list[str]) -> list[str]:
+    """Normalised blocks (see :func:`.text.normalize_blocks`) that hold a letter."""
+    return [block for block in text.normalize_blocks(raw_blocks) if _HAS_LETTER.search(block)]
+
+
+def _domain(url: str | None) -> str | None:
+    if not url:
+        return None
+    try:
+        return urlsplit(url).hostname
+    except ValueError:  # a malformed URL (bad port, bad IPv6): no per-site state
+        return None

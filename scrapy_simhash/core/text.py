@@ -1,18 +1,40 @@
-"""HTML -> normalised text with lxml (baseline; main-content extraction comes later)."""
+"""Bytes -> lxml tree -> normalised text blocks.
+
+Decoding follows the browser order (BOM, HTTP charset, ``<meta>``, then a guess);
+UTF-8 bytes go straight to lxml, the fast path (no Python-side decode). Elements that
+are never visible text (scripts, styles, ...) are dropped, and text is cut into
+blocks at block-level elements so that words of adjacent blocks never glue.
+"""
 
 from __future__ import annotations
 
-import re
 import unicodedata
 
 from lxml import etree
-from w3lib.encoding import html_to_unicode
+from w3lib.encoding import html_body_declared_encoding, html_to_unicode, read_bom
+
+#: Pages larger than this are cut before parsing: the main text of a real page is
+#: far smaller, and an unbounded body must not stall a crawl.
+MAX_HTML_BYTES = 4 * 1024 * 1024
 
 _PARSER = etree.HTMLParser(
     encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True, recover=True
 )
-_DROPPED_TAGS = ("script", "style", "noscript", "template", "svg", "iframe", "head")
-_WHITESPACE = re.compile(r"\s+")
+_INVISIBLE_TAGS = (
+    "script", "style", "noscript", "template", "svg", "iframe", "head", "object", "embed",
+    "canvas", "math", "select", "textarea", "button", etree.Comment, etree.ProcessingInstruction,
+)  # fmt: skip
+#: Elements that start a new line in a browser: text on either side is a separate block.
+BLOCK_TAGS = frozenset(
+    "address article aside blockquote body br dd details dialog div dl dt fieldset figcaption "
+    "figure footer form h1 h2 h3 h4 h5 h6 header hr html li main nav ol p pre section summary "
+    "table tbody td tfoot th thead tr ul caption center menu legend".split()
+)
+# Marks block boundaries in serialised text (a private-use character, never rendered).
+_BLOCK_SEPARATOR = "\ue000"
+# Magic numbers of common non-HTML bodies served as text/html by mistake.
+_BINARY_MAGIC = (b"%PDF", b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"PK\x03\x04", b"\x1f\x8b", b"BZh")
+_UTF8_NAMES = frozenset({"utf-8", "utf8", "utf_8"})
 
 
 class NotHtmlError(ValueError):
@@ -24,32 +46,98 @@ class NotHtmlError(ValueError):
 
 
 def decode_html(body: bytes, encoding: str | None = None) -> str:
-    """Decode by BOM, then the declared (HTTP) encoding, then ``<meta>``, then a fallback."""
+    """Decode by BOM, then the declared (HTTP) encoding, then ``<meta>``, then a fallback.
+
+    >>> decode_html('<p>caf\\xe9</p>'.encode('latin-1'), 'iso-8859-1')
+    '<p>café</p>'
+    """
     content_type = f"text/html; charset={encoding}" if encoding else None
     return html_to_unicode(content_type, body)[1]
 
 
-def parse_html(html: bytes | str, encoding: str | None = None) -> etree._Element:
-    """Parse *html* into an lxml tree; raise :class:`NotHtmlError` when it is not a page."""
-    if isinstance(html, bytes):
-        if b"\x00" in html[:1024]:
-            raise NotHtmlError("binary")
-        html = decode_html(html, encoding)
-    if not html.strip():
+def _is_utf8(body: bytes, encoding: str | None) -> bool:
+    """True when *body* is to be read as UTF-8 (so lxml may parse the bytes directly)."""
+    bom, _ = read_bom(body)
+    if bom is not None:
+        return bom == "utf-8"
+    declared = encoding or html_body_declared_encoding(body[:4096])
+    if declared is not None and declared.lower() not in _UTF8_NAMES:
+        return False
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _check_body(body: bytes) -> None:
+    head = body[:1024]
+    if b"\x00" in head or head.startswith(_BINARY_MAGIC):
+        raise NotHtmlError("binary")
+    if not body.strip():
         raise NotHtmlError("empty")
-    # lxml refuses str with an encoding declaration: re-encode and say it is UTF-8.
-    root = etree.fromstring(html.encode("utf-8", "surrogatepass"), _PARSER)
+    if b"<" not in body:
+        raise NotHtmlError("not_html")
+
+
+def parse_html(html: bytes | str, encoding: str | None = None) -> etree._Element:
+    """Parse *html* into an lxml tree without invisible elements.
+
+    Raise :class:`NotHtmlError` (``binary``, ``empty``, ``not_html``) when it is not a page.
+    """
+    if isinstance(html, str):
+        html = html.encode("utf-8", "surrogatepass")
+        encoding = "utf-8"
+    html = html[:MAX_HTML_BYTES]
+    _check_body(html)
+    if not _is_utf8(html, encoding):
+        # lxml refuses str with an encoding declaration: re-encode and say it is UTF-8.
+        html = decode_html(html, encoding).encode("utf-8", "surrogatepass")
+    try:
+        root = etree.fromstring(html, _PARSER)
+    except etree.LxmlError:
+        root = None
     if root is None:
         raise NotHtmlError("empty")
+    etree.strip_elements(root, *_INVISIBLE_TAGS, with_tail=False)
     return root
 
 
-def main_text(root: etree._Element) -> str:
-    """The visible text of a page, blocks separated by newlines."""
-    etree.strip_elements(root, *_DROPPED_TAGS, with_tail=False)
-    return "\n".join(t for t in root.itertext() if not t.isspace())
-
-
 def normalize(content: str) -> str:
-    """NFKC, case-fold, collapse whitespace."""
-    return _WHITESPACE.sub(" ", unicodedata.normalize("NFKC", content).casefold()).strip()
+    """NFKC, case-fold, collapse whitespace.
+
+    >>> normalize('  Ｃａｆé\\n\\tBAR ')
+    'café bar'
+    """
+    return " ".join(unicodedata.normalize("NFKC", content).casefold().split())
+
+
+def normalize_blocks(blocks: list[str]) -> list[str]:
+    """:func:`normalize` each block, in one NFKC and case-fold call; empty ones dropped.
+
+    >>> normalize_blocks(["  Ｈｅｌｌｏ\n World ", " ", "ÉTÉ"])
+    ['hello world', 'été']
+    """
+    joined = unicodedata.normalize("NFKC", _BLOCK_SEPARATOR.join(blocks)).casefold()
+    normalised = (" ".join(block.split()) for block in joined.split(_BLOCK_SEPARATOR))
+    return [block for block in normalised if block]
+
+
+def visible_text(root: etree._Element) -> str:
+    """All text of a parsed page (no main-content selection), blocks on separate lines."""
+    return "\n".join(split_blocks(root))
+
+
+def split_blocks(element: etree._Element) -> list[str]:
+    """The text of each block-level run inside *element*, in document order.
+
+    Block elements get a separator before and after them, then the subtree is
+    serialised as text in C and split there: much faster than a Python tree walk.
+    The tree is modified (separators added).
+    """
+    for block in element.iter(*BLOCK_TAGS):
+        block.text = _BLOCK_SEPARATOR + block.text if block.text else _BLOCK_SEPARATOR
+        if block is not element:
+            block.tail = _BLOCK_SEPARATOR + block.tail if block.tail else _BLOCK_SEPARATOR
+    serialised = etree.tostring(element, method="text", encoding=str, with_tail=False)
+    return [block for block in serialised.split(_BLOCK_SEPARATOR) if block and not block.isspace()]

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 
 from .base import IndexFormatError, IndexUnavailableError, Match, SimhashIndex, SimhashIndexError
+from .disk import DiskIndex
 from .memory import MemoryIndex
 
+logger = logging.getLogger(__name__)
+_REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
 __all__ = [
+    "DiskIndex",
     "IndexFormatError",
     "IndexUnavailableError",
     "Match",
@@ -32,13 +39,35 @@ def open_index(
 
     * ``None`` or ``"memory"``: a fresh in-memory index.
     * a ``redis://`` / ``rediss://`` URL: the shared Redis index.
-    * anything else: a path to the on-disk store (created if missing).
+    * anything else: a path to the on-disk store, a directory (created if missing).
 
     *namespace* keeps indexes of several scopes (spiders, domains) apart in one
     store; *signature* (:meth:`FingerprintOptions.signature`) lets a stored index
     refuse fingerprints made with other options; *reset* starts it empty; *ttl*
     (seconds) lets an entry expire where the backend supports it.
     """
-    if spec is None or str(spec) == "memory":
+    text = "memory" if spec is None else os.fspath(spec)
+    if text.startswith(_REDIS_SCHEMES):
+        return _open_redis(text, max_distance, expected_size, namespace, signature, reset, ttl)
+    if ttl is not None:
+        _warn_ttl_ignored("memory" if text == "memory" else "disk")
+    if text == "memory":
         return MemoryIndex(max_distance, expected_size=expected_size)
-    raise NotImplementedError(f"index {str(spec)!r}: only the memory index exists so far")
+    return DiskIndex(text, max_distance, expected_size=expected_size, namespace=namespace,
+                     signature=signature, reset=reset)
+
+
+@functools.cache  # once per process, not once per namespace
+def _warn_ttl_ignored(kind: str) -> None:
+    logger.warning("Entries never expire in the %(kind)s index: SIMHASH_TTL ignored (only Redis has TTL)",
+                   {"kind": kind})
+
+
+def _open_redis(url: str, max_distance: int, expected_size: int, namespace: str, signature: str,
+                reset: bool, ttl: float | None) -> SimhashIndex:
+    try:
+        from .redis import RedisIndex
+    except ImportError as exc:
+        raise ImportError(f"the Redis index needs redis-py: pip install 'scrapy-simhash[redis]' ({exc})") from exc
+    return RedisIndex(url, max_distance, expected_size=expected_size, namespace=namespace,
+                      signature=signature, reset=reset, ttl=ttl)

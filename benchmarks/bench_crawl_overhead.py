@@ -1,0 +1,134 @@
+"""CPU cost of SimhashMiddleware in a real crawl of the dev corpus site, on 127.0.0.1.
+
+    python benchmarks/bench_crawl_overhead.py            # the whole site (~2,600 pages), twice each way
+    python benchmarks/bench_crawl_overhead.py --quick    # the first 500 pages, once each way
+
+The site (``../shared/corpus/dev/site.tar.gz``) is unpacked to a temporary directory
+and served by ``example_project/serve_demo.py`` in its own process, so its CPU is not
+counted. Each crawl runs in a fresh process (the example project's ``demo`` spider,
+following every link), with and without the add-on, alternating; the child measures
+``time.process_time()`` from ``spider_opened`` to ``spider_closed`` (the crawl itself,
+not Python and Scrapy start-up). The add-on runs in ``SIMHASH_ACTION = "mark"`` mode so
+both crawls fetch and parse the same pages; overhead is CPU per page. Target: <= 10% more CPU with the middleware.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE_PROJECT = REPO / "example_project"
+SITE_ARCHIVE = REPO.parent / "shared" / "corpus" / "dev" / "site.tar.gz"
+TARGET_OVERHEAD = 0.10
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="500 pages, one crawl each way")
+    parser.add_argument("--pages", type=int, default=0, help="stop after this many pages (0: all)")
+    parser.add_argument("--repeat", type=int, default=2, help="crawls each way")
+    parser.add_argument("--child", nargs=2, metavar=("URL", "SIMHASH"), help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
+def run_child(url: str, simhash: bool, pages: int) -> None:
+    """One crawl in this process; print its CPU seconds and counts as JSON."""
+    sys.path.insert(0, str(EXAMPLE_PROJECT))
+    from demo.spiders.demo import DemoSpider
+    from scrapy import signals
+    from scrapy.crawler import AsyncCrawlerProcess
+
+    settings: dict[str, Any] = {
+        "LOG_LEVEL": "WARNING",
+        "CONCURRENT_REQUESTS": 16,
+        "TELNETCONSOLE_ENABLED": False,
+        "REMOTE_CONTROL_ENABLED": False,
+        "CLOSESPIDER_PAGECOUNT": pages,
+    }
+    if simhash:
+        # "mark" keeps every page, so both crawls fetch and parse the same pages.
+        settings.update(ADDONS={"scrapy_simhash.Addon": 300}, SIMHASH_ACTION="mark")
+    process = AsyncCrawlerProcess(settings)
+    crawler = process.create_crawler(DemoSpider)
+    marks: dict[str, float] = {}
+
+    def opened() -> None:
+        marks["open"] = time.process_time()
+
+    def closed() -> None:
+        marks["close"] = time.process_time()
+
+    crawler.signals.connect(opened, signals.spider_opened)  # (signals hold weak references)
+    crawler.signals.connect(closed, signals.spider_closed)
+    process.crawl(crawler, start_url=url)
+    process.start()
+    stats = crawler.stats.get_stats()
+    print(json.dumps({
+        "cpu": marks["close"] - marks["open"],
+        "pages": stats.get("response_received_count", 0),
+        "marked": stats.get("simhash/marked", 0),
+    }))
+
+
+def crawl(url: str, simhash: bool, pages: int) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--child", url, "on" if simhash else "off", "--pages", str(pages)]
+    result = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def serve(site: Path) -> tuple[subprocess.Popen[str], str]:
+    server = subprocess.Popen(
+        [sys.executable, str(EXAMPLE_PROJECT / "serve_demo.py"), str(site), "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdout is not None
+    url = server.stdout.readline().split(" on ", 1)[1].split(" ", 1)[0]
+    return server, url
+
+
+def main() -> None:
+    args = parse_args()
+    if args.child:
+        run_child(args.child[0], args.child[1] == "on", args.pages)
+        return
+    pages, repeat = (args.pages or 500, 1) if args.quick else (args.pages, args.repeat)
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(SITE_ARCHIVE) as archive:
+            archive.extractall(tmp, filter="data")
+        server, url = serve(Path(tmp, "site"))
+        try:
+            runs: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
+            for _ in range(repeat):
+                for simhash in (False, True):
+                    runs[simhash].append(crawl(url, simhash, pages))
+        finally:
+            server.terminate()
+            server.wait()
+    report(runs)
+
+
+def report(runs: dict[bool, list[dict[str, Any]]]) -> None:
+    print(f"{'crawl':<24}{'pages':>7}{'marked':>8}{'CPU s (median)':>16}{'CPU ms/page':>13}")
+    cpu = {}
+    for simhash, label in ((False, "without scrapy-simhash"), (True, "with the add-on (mark)")):
+        pages = runs[simhash][0]["pages"]
+        cpu[simhash] = statistics.median(run["cpu"] for run in runs[simhash]) / pages
+        marked = runs[simhash][0]["marked"]
+        print(f"{label:<24}{pages:>7}{marked:>8}{cpu[simhash] * pages:>16.2f}{1000 * cpu[simhash]:>13.2f}")
+    overhead = cpu[True] / cpu[False] - 1
+    verdict = "ok" if overhead <= TARGET_OVERHEAD else "over target"
+    print(f"overhead: {overhead:+.1%} CPU (target <= {TARGET_OVERHEAD:.0%}: {verdict})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""On-disk index: bulk inserts/s, add_if_new latency (write included), reopen time, bytes/fp.
+
+    python benchmarks/bench_disk.py            # 1M and 10M fingerprints
+    python benchmarks/bench_disk.py --quick    # 100k
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+
+import numpy as np
+
+from scrapy_simhash.index import DiskIndex, SimhashIndex
+
+_CHUNK = 100_000
+_PROBES = 20_000
+
+
+def random_fingerprints(count: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 2**64, size=count, dtype=np.uint64, endpoint=False)
+
+
+def url(i: int) -> str:
+    return f"https://www.example.com/section-{i % 97}/article/{i}.html"  # ~50 bytes, like a URL
+
+
+def bulk_insert(path: str, size: int) -> float:
+    """Seconds to add *size* entries with add_many, in chunks."""
+    fingerprints = random_fingerprints(size, seed=1)
+    started = time.perf_counter()
+    with DiskIndex(path, expected_size=size) as index:
+        for start in range(0, size, _CHUNK):
+            chunk = fingerprints[start : start + _CHUNK].tolist()
+            index.add_many(zip(chunk, map(url, range(start, start + len(chunk)))))
+    return time.perf_counter() - started
+
+
+def reopen(path: str) -> tuple[float, DiskIndex]:
+    started = time.perf_counter()
+    index = DiskIndex(path)
+    return time.perf_counter() - started, index
+
+
+def add_latencies(index: SimhashIndex, probes: int = _PROBES) -> np.ndarray:
+    """Latency (s) of add_if_new of new fingerprints (for the disk store: probe plus writes)."""
+    latencies = np.empty(probes)
+    for i, fingerprint in enumerate(random_fingerprints(probes, seed=2).tolist()):
+        started = time.perf_counter()
+        index.add_if_new(fingerprint, url(i))
+        latencies[i] = time.perf_counter() - started
+    return latencies
+
+
+def queries_per_second(index: SimhashIndex, batch: int = _PROBES, probes: int = _PROBES) -> float:
+    """Throughput of query_many in batches of *batch* fingerprints."""
+    queries = random_fingerprints(probes, seed=3).tolist()
+    started = time.perf_counter()
+    for start in range(0, probes, batch):
+        index.query_many(queries[start : start + batch])
+    return probes / (time.perf_counter() - started)
+
+
+def run(size: int) -> dict[str, str]:
+    path = tempfile.mkdtemp(prefix="bench-disk-")
+    try:
+        insert_seconds = bulk_insert(path, size)
+        file_bytes = sum(os.path.getsize(os.path.join(path, name)) for name in os.listdir(path))
+        reopen_seconds, index = reopen(path)
+        with index:
+            latencies = add_latencies(index)
+            qps = queries_per_second(index)
+    finally:
+        shutil.rmtree(path)
+    return {
+        "size": f"{size:,}",
+        "bulk inserts/s": f"{size / insert_seconds:,.0f}",
+        "add_if_new p50 us": f"{np.percentile(latencies, 50) * 1e6:.1f}",
+        "add_if_new p99 us": f"{np.percentile(latencies, 99) * 1e6:.1f}",
+        "add_if_new/s": f"{len(latencies) / latencies.sum():,.0f}",
+        "query_many/s": f"{qps:,.0f}",
+        "reopen s": f"{reopen_seconds:.2f}",
+        "file bytes/fp": f"{file_bytes / size:.1f}",
+    }
+
+
+def print_table(rows: list[dict[str, str]]) -> None:
+    columns = list(rows[0])
+    widths = [max(len(c), *(len(r[c]) for r in rows)) for c in columns]
+    print("  ".join(c.rjust(w) for c, w in zip(columns, widths)))
+    for row in rows:
+        print("  ".join(row[c].rjust(w) for c, w in zip(columns, widths)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="100k fingerprints only")
+    parser.add_argument("--sizes", type=int, nargs="*", help="sizes to measure (default: 1M 10M)")
+    args = parser.parse_args()
+    sizes = args.sizes or ([100_000] if args.quick else [1_000_000, 10_000_000])
+    print_table([run(size) for size in sizes])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""A spider that follows every link of a site and yields one item per page."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import scrapy
+from scrapy.http import HtmlResponse, Response
+from scrapy.linkextractors import LinkExtractor
+from twisted.python.failure import Failure
+
+from scrapy_simhash import NearDuplicatePage
+
+
+class DemoSpider(scrapy.Spider):
+    """``scrapy crawl demo -a start_url=http://127.0.0.1:8000/`` (``run_demo.py`` does it for you)."""
+
+    name = "demo"
+
+    def __init__(self, start_url: str = "http://127.0.0.1:8000/", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.start_url = start_url
+        self.allowed_domains = [urlsplit(start_url).hostname or ""]  # stay on the site: offline
+        self.link_extractor = LinkExtractor()
+
+    async def start(self) -> AsyncIterator[scrapy.Request]:
+        yield scrapy.Request(self.start_url, errback=self.dropped)
+
+    def parse(self, response: Response) -> Iterator[Any]:
+        if not isinstance(response, HtmlResponse):
+            return
+        yield {
+            "url": response.url,
+            "title": response.css("title::text").get(),
+            # The page's fingerprint: SimhashPipeline reuses it instead of computing another.
+            "simhash": response.meta.get("simhash"),
+        }
+        for link in self.link_extractor.extract_links(response):
+            yield response.follow(link, errback=self.dropped)
+
+    def dropped(self, failure: Failure) -> None:
+        """Near-duplicates arrive here as NearDuplicatePage (an IgnoreRequest), like other errors."""
+        if failure.check(NearDuplicatePage):
+            error = failure.value
+            self.logger.info(
+                "Dropped %(url)s: near-duplicate of %(original)s (distance %(distance)d)",
+                {"url": error.url, "original": error.duplicate_of, "distance": error.distance},
+            )
+        else:
+            self.logger.error("Request failed: %(failure)r", {"failure": failure})

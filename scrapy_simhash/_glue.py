@@ -1,0 +1,174 @@
+"""What the middleware and the pipeline share: fingerprint, check-and-record, stats, logs.
+
+One :class:`NearDuplicateChecker` per component. It opens the index (one per scope
+namespace: the crawl, the spider, or each host), calls ``add_if_new`` (off the event
+loop for network backends), counts ``<prefix>/...`` stats and logs the first
+near-duplicate at DEBUG.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Callable
+
+from scrapy import signals
+from scrapy.utils.asyncio import run_in_thread
+
+from .core.fingerprinter import Fingerprinter, FingerprintResult
+from .index import IndexUnavailableError, Match, SimhashIndex, open_index
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from .config import SimhashSettings
+
+logger = logging.getLogger(__name__)
+
+
+class NearDuplicateChecker:
+    """Check-and-record fingerprints of one kind ("page" or "item") for one crawler."""
+
+    def __init__(self, crawler: Crawler, config: SimhashSettings, *, kind: str, stats_prefix: str) -> None:
+        self.config = config
+        self.fingerprinter = Fingerprinter(config.fingerprint)
+        self._crawler = crawler
+        self._kind = kind
+        self._prefix = stats_prefix
+        self._indexes: dict[str, SimhashIndex] = {}
+        self._base_namespace = crawler.spidercls.name if config.scope == "spider" else ""
+        self._log_next_match = True
+        self._warn_next_index_error = True
+        self._log_next_error = True
+        self._open()
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    def _open(self) -> None:
+        """Open the index now, so a bad path or an unreachable server fails the start."""
+        if self.config.scope == "domain":
+            logger.info(
+                "Simhash %(kind)s index: one per host (SIMHASH_SCOPE='domain'), %(spec)s, k=%(k)d",
+                {"kind": self._kind, "spec": self.config.index or "memory", "k": self.config.max_distance},
+            )
+            return
+        index = self._index_for("")
+        description = ", ".join(f"{name}={value}" for name, value in index.describe().items())
+        logger.info("Simhash %(kind)s index opened: %(index)s", {"kind": self._kind, "index": description})
+        self._stats_set("index_size/open", len(index))
+
+    def spider_closed(self) -> None:
+        self._stats_set("index_size/close", sum(len(index) for index in self._indexes.values()))
+        while self._indexes:
+            _, index = self._indexes.popitem()
+            try:
+                index.flush()
+            finally:
+                index.close()
+
+    async def check(self, fingerprint: int, key: str, host: str = "") -> Match | None:
+        """Record *fingerprint* under *key*, or return the earlier one it duplicates.
+
+        An unreachable index counts ``index_error`` and keeps the page, or re-raises
+        :class:`IndexUnavailableError` when ``SIMHASH_ON_INDEX_ERROR = "fail"``.
+        """
+        self._stats_inc("checked")
+        try:
+            match = await self._add_if_new(fingerprint, key, host)
+        except IndexUnavailableError as exc:
+            self._index_error(exc)
+            return None
+        self._count_result(key, match)
+        return match
+
+    def fingerprint_html(self, html: str | bytes, url: str | None) -> int | None:
+        """The page's fingerprint, or ``None`` (counted as ``skipped/<reason>``)."""
+        return self._fingerprint(self.fingerprinter.from_html, html, url=url)
+
+    def fingerprint_text(self, content: str) -> int | None:
+        """The text's fingerprint, or ``None`` (counted as ``skipped/<reason>``)."""
+        return self._fingerprint(self.fingerprinter.from_text, content)
+
+    def _fingerprint(self, method: Callable[..., FingerprintResult], *args: Any, **kwargs: Any) -> int | None:
+        try:
+            result = method(*args, **kwargs)
+        except Exception:
+            # A fingerprinting bug must not cost the crawl a page: keep it, unchecked.
+            self.count("skipped/error")
+            if self._log_next_error:
+                logger.exception(
+                    "Simhash could not fingerprint a %(kind)s; kept unchecked"
+                    " (further errors are only counted: %(stat)s)",
+                    {"kind": self._kind, "stat": f"{self._prefix}/skipped/error"},
+                )
+                self._log_next_error = False
+            return None
+        if result.fingerprint is None:
+            self.count(f"skipped/{result.skip_reason or 'no_text'}")
+        return result.fingerprint
+
+    def count(self, event: str) -> None:
+        """Count ``<prefix>/<event>`` (``skipped/<reason>``, ``dropped``)."""
+        self._stats_inc(event)
+
+    async def _add_if_new(self, fingerprint: int, key: str, host: str) -> Match | None:
+        index = self._index_for(host if self.config.scope == "domain" else "")
+        if index.blocking_io:
+            return await run_in_thread(index.add_if_new, fingerprint, key)
+        return index.add_if_new(fingerprint, key)
+
+    def _index_for(self, host: str) -> SimhashIndex:
+        namespace = "/".join(part for part in (self._base_namespace, host, self._kind_namespace) if part)
+        if namespace not in self._indexes:
+            self._indexes[namespace] = open_index(
+                self.config.index,
+                max_distance=self.config.max_distance,
+                expected_size=self.config.expected_size,
+                namespace=namespace,
+                signature=self.config.fingerprint.signature(),
+                reset=self.config.index_reset,
+                ttl=self.config.ttl,
+            )
+        return self._indexes[namespace]
+
+    @property
+    def _kind_namespace(self) -> str:
+        # Pages keep the plain namespace (so JOBDIR files and Redis keys stay simple);
+        # items get their own, so an item never matches the page it came from.
+        return "" if self._kind == "page" else f"{self._kind}s"
+
+    def _count_result(self, key: str, match: Match | None) -> None:
+        if match is None:
+            self._stats_inc("kept")
+            return
+        self._stats_inc("dropped" if self.config.action == "drop" or self._kind != "page" else "marked")
+        self._stats_inc("exact" if match.distance == 0 else "near")
+        self._stats_inc(f"distance/{match.distance}")
+        self._log_match(key, match)
+
+    def _log_match(self, key: str, match: Match) -> None:
+        args = {"kind": self._kind, "key": key, "original": match.key, "distance": match.distance}
+        if self.config.debug:
+            logger.debug("Near-duplicate %(kind)s %(key)s of %(original)s (distance %(distance)d)", args)
+        elif self._log_next_match:
+            logger.debug(
+                "Near-duplicate %(kind)s %(key)s of %(original)s (distance %(distance)d)"
+                " - no more near-duplicates will be shown (see SIMHASH_DEBUG to show all)",
+                args,
+            )
+            self._log_next_match = False
+
+    def _index_error(self, exc: IndexUnavailableError) -> None:
+        self._stats_inc("index_error")
+        if self.config.on_index_error == "fail":
+            raise exc
+        if self._warn_next_index_error:
+            logger.warning(
+                "Simhash index unavailable, keeping %(kind)ss unchecked (SIMHASH_ON_INDEX_ERROR='keep'): %(error)s",
+                {"kind": self._kind, "error": exc},
+            )
+            self._warn_next_index_error = False
+
+    def _stats_inc(self, name: str) -> None:
+        self._crawler.stats.inc_value(f"{self._prefix}/{name}")
+
+    def _stats_set(self, name: str, value: int) -> None:
+        self._crawler.stats.set_value(f"{self._prefix}/{name}", value)

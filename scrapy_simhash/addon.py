@@ -1,0 +1,36 @@
+"""The Scrapy add-on: ``ADDONS = {"scrapy_simhash.Addon": 300}`` is the whole set-up."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .config import SimhashSettings
+from .middlewares import SimhashMiddleware
+from .pipelines import SimhashPipeline
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+#: After RetryMiddleware (550), HttpCompressionMiddleware (590) and
+#: RedirectMiddleware (600): responses come up from 900 to 0, so at 540 the
+#: middleware sees final, decompressed pages, and retries are not fingerprinted.
+MIDDLEWARE_PRIORITY = 540
+#: Early, so near-duplicate items are dropped before costly pipelines (images, exports).
+PIPELINE_PRIORITY = 100
+
+
+class Addon:
+    """Enable :class:`SimhashMiddleware`, and :class:`SimhashPipeline` when items
+    need it (``SIMHASH_ITEM_FIELDS`` is set or ``SIMHASH_ACTION = "mark"``).
+
+    Components a project already lists keep the project's priority. The settings
+    are validated here, so a bad ``SIMHASH_*`` value stops the crawl before it starts.
+    """
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        config = SimhashSettings.from_settings(settings)
+        settings.setdefault_in_component_priority_dict(
+            "DOWNLOADER_MIDDLEWARES", SimhashMiddleware, MIDDLEWARE_PRIORITY
+        )
+        if config.item_fields or config.action == "mark":
+            settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", SimhashPipeline, PIPELINE_PRIORITY)

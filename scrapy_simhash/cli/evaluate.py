@@ -1,0 +1,144 @@
+"""``evaluate``: precision/recall of the default fingerprinter on labelled page pairs."""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from typing import Any
+
+from .. import evaluation
+from ..core.fingerprinter import Fingerprinter, FingerprintOptions
+from ._io import read_jsonl, warn
+
+_DEFAULT_KS = "3,4,5,6,7,8"
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "evaluate",
+        help="score near-duplicate detection on labelled page pairs",
+        description="Fingerprints every page (in file order, with its URL, as a crawl would), "
+        "then prints precision/recall/F1 for each max distance k: pairwise (every same-language "
+        "pair within k) and in crawl order (the check-and-record of `dedup`), overall, per "
+        "language and per pair kind, and the distance histogram of dup vs distinct pairs. "
+        "Pairs not listed in PAIRS count as distinct; ambiguous pairs are not scored.",
+    )
+    parser.add_argument("--pages", required=True, metavar="PAGES.jsonl[.gz]",
+                        help="records with id, url, lang and html")
+    parser.add_argument("--pairs", required=True, metavar="PAIRS.jsonl[.gz]",
+                        help="records with id_a, id_b, label (dup/distinct/ambiguous), kind")
+    parser.add_argument("-k", "--k", "--max-distance", dest="max_distance", default=_DEFAULT_KS,
+                        metavar="K[,K...]",
+                        help="distances to score, 0..8 (default: %(default)s)")
+    parser.add_argument("--wildcard-bits", type=int, default=FingerprintOptions().wildcard_bits,
+                        metavar="M",
+                        help="least-confident bits a query may ignore (default: %(default)s; "
+                        "0 scores plain Hamming distance)")
+    parser.add_argument("--plot", metavar="FILE.png",
+                        help="draw the distance histogram (needs the 'plot' extra: matplotlib)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    ks = _parse_ks(args.max_distance)
+    options = FingerprintOptions(wildcard_bits=args.wildcard_bits)
+    fingerprints, wildcards, languages, order = _fingerprint_pages(args.pages, options)
+    labels = evaluation.Labels.from_records(record for _, record in read_jsonl(args.pairs))
+    close = evaluation.close_pairs(fingerprints, languages, max(ks), wildcards)
+    print(f"{len(languages)} pages, {len(fingerprints)} fingerprinted, "
+          f"{len(labels.pairs)} labelled pairs")
+    for k in ks:
+        pairwise = evaluation.score_pairs(close, labels, languages, k)
+        _print_report(f"pairwise, k={k}", pairwise, by_kind=True)
+        matched = evaluation.crawl_matches(fingerprints, order, k, wildcards)
+        _print_report(f"crawl order, k={k}", evaluation.score_crawl(order, matched, labels, languages))
+    histogram = evaluation.distance_histogram(close, labels)
+    _print_histogram(histogram, max(ks))
+    if args.plot:
+        return _plot(histogram, max(ks), args.plot)
+    return 0
+
+
+def _parse_ks(text: str) -> list[int]:
+    try:
+        ks = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise SystemExit(f"scrapy-simhash evaluate: --max-distance: not a list of integers: {text!r}")
+    if not ks or not all(0 <= k <= 8 for k in ks):
+        raise SystemExit(f"scrapy-simhash evaluate: --max-distance: each k must be 0..8, not {text!r}")
+    return ks
+
+
+def _fingerprint_pages(
+    path: str, options: FingerprintOptions
+) -> tuple[dict[str, int], dict[str, int], dict[str, str], list[str]]:
+    fingerprinter = Fingerprinter(options)
+    fingerprints: dict[str, int] = {}
+    wildcards: dict[str, int] = {}
+    languages: dict[str, str] = {}
+    order: list[str] = []
+    skipped: Counter[str] = Counter()
+    for line_number, record in read_jsonl(path):
+        page = str(record.get("id", line_number))
+        languages[page] = str(record.get("lang") or "all")
+        order.append(page)
+        result = fingerprinter.from_html(record.get("html") or "", url=record.get("url"))
+        if result.fingerprint is None:
+            skipped[result.skip_reason or "skipped"] += 1
+        else:
+            fingerprints[page] = result.fingerprint
+            wildcards[page] = result.wildcard
+    if skipped:
+        warn("not fingerprinted: " + ", ".join(f"{n} {reason}" for reason, n in skipped.most_common()))
+    return fingerprints, wildcards, languages, order
+
+
+def _line(name: str, score: evaluation.Score) -> str:
+    counts = (
+        f"tp {score.true_positives:5d}  fp {score.false_positives:4d}  "
+        f"fn {score.false_negatives:4d}"
+    )
+    return f"  {name:<24} P {score.precision:.3f}  R {score.recall:.3f}  F1 {score.f1:.3f}   {counts}"
+
+
+def _print_report(title: str, report: evaluation.Report, by_kind: bool = False) -> None:
+    print(f"\n{title}")
+    print(_line("overall", report.overall))
+    for language in sorted(report.by_language):
+        print(_line(language, report.by_language[language]))
+    if by_kind:
+        for kind in sorted(report.by_kind):
+            print(_line(f"kind {kind}", report.by_kind[kind]))
+
+
+def _print_histogram(histogram: dict[str, Counter[int]], top: int) -> None:
+    print("\nHamming distance of same-language pairs (dup vs distinct, unlisted = distinct)")
+    print(f"  {'distance':>8} {'dup':>7} {'distinct':>9}")
+    for distance in range(top + 1):
+        dup, distinct = histogram[evaluation.DUP][distance], histogram[evaluation.DISTINCT][distance]
+        print(f"  {distance:>8} {dup:>7} {distinct:>9}")
+
+
+def _plot(histogram: dict[str, Counter[int]], top: int, path: str) -> int:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        warn("--plot needs matplotlib: pip install 'scrapy-simhash[plot]'")
+        return 2
+    distances = list(range(top + 1))
+    figure, axes = plt.subplots(figsize=(7, 4))
+    width = 0.4
+    for offset, label in ((-width / 2, evaluation.DUP), (width / 2, evaluation.DISTINCT)):
+        counts = [histogram[label][d] for d in distances]
+        axes.bar([d + offset for d in distances], counts, width, label=label)
+    axes.set_xlabel("Hamming distance")
+    axes.set_ylabel("pairs")
+    axes.set_yscale("log")
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path)
+    print(f"\nhistogram written to {path}")
+    return 0

@@ -1,0 +1,135 @@
+"""``inspect``, ``export`` and ``import``: look into a stored index, move it elsewhere.
+
+``export`` and ``import`` speak JSON lines ``{"fingerprint": "<16 hex>", "key": "..."}``,
+so a JOBDIR store can move into Redis (``export`` then ``import``) and back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from collections import Counter
+from collections.abc import Iterator
+from itertools import islice
+from typing import Any
+
+from ..core.fingerprint import from_hex, to_hex
+from ..index import SimhashIndex, SimhashIndexError, open_index
+from ._common import add_distance_argument
+from ._io import open_text, read_jsonl, warn, write_jsonl
+
+_IMPORT_BATCH = 10_000
+
+
+def add_parser(subparsers: Any) -> None:
+    inspect = subparsers.add_parser("inspect", help="size, table design, bucket balance of an index")
+    _index_arguments(inspect, "index")
+    inspect.add_argument("--sample", type=int, default=1000,
+                         help="entries whose nearest neighbour is measured (default: %(default)s)")
+    inspect.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    inspect.set_defaults(func=run_inspect)
+
+    export = subparsers.add_parser("export", help="write every entry of an index as JSON lines")
+    _index_arguments(export, "index")
+    export.add_argument("output", metavar="OUT.jsonl", help="output file (.gz or - allowed)")
+    export.set_defaults(func=run_export)
+
+    load = subparsers.add_parser("import", help="add the entries of a JSON-lines export to an index")
+    load.add_argument("input", metavar="IN.jsonl", help="input file (.gz or - allowed)")
+    _index_arguments(load, "index")
+    load.add_argument("--reset", action="store_true", help="empty the index (namespace) first")
+    load.add_argument("--skip-near-duplicates", action="store_true",
+                      help="add only entries with no near-duplicate already stored (add_if_new)")
+    load.set_defaults(func=run_import)
+
+
+def _index_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.add_argument(name, metavar="INDEX", help="an index directory or a redis:// URL")
+    parser.add_argument("--namespace", default="", help="the namespace (scope) to use (default: none)")
+    add_distance_argument(parser)
+
+
+def _open(args: argparse.Namespace, **kwargs: Any) -> SimhashIndex:
+    return open_index(args.index, max_distance=args.max_distance, namespace=args.namespace, **kwargs)
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    with _open(args) as index:
+        report = index.describe()
+        stats = getattr(index, "bucket_stats", None)
+        if stats is not None:
+            report["buckets"] = stats()
+        report["nearest_neighbour_distances"] = nearest_distance_histogram(index, args.sample)
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        for name, value in report.items():
+            print(f"{name}: {json.dumps(value, default=str) if isinstance(value, (dict, list)) else value}")
+    return 0
+
+
+def nearest_distance_histogram(index: SimhashIndex, sample_size: int) -> dict[str, int]:
+    """How far each sampled entry's nearest *other* entry is ("none" beyond max_distance)."""
+    sample = _reservoir(index.items(), sample_size)
+    histogram: Counter[str] = Counter()
+    for (fingerprint, key), matches in zip(sample, index.query_many([fp for fp, _ in sample])):
+        others = [m.distance for m in matches if (m.fingerprint, m.key) != (fingerprint, key)]
+        histogram[str(min(others)) if others else "none"] += 1
+    return dict(sorted(histogram.items()))
+
+
+def _reservoir(items: Iterator[tuple[int, str]], size: int) -> list[tuple[int, str]]:
+    rng = random.Random(0)  # the same sample on every run of the same index
+    sample = list(islice(items, size))
+    for seen, item in enumerate(items, start=size + 1):
+        slot = rng.randrange(seen)
+        if slot < size:
+            sample[slot] = item
+    return sample
+
+
+def run_export(args: argparse.Namespace) -> int:
+    count = 0
+    with _open(args) as index, open_text(args.output, "w") as output:
+        for fingerprint, key in index.items():
+            write_jsonl(output, {"fingerprint": to_hex(fingerprint), "key": key})
+            count += 1
+    warn(f"exported {count} entries")
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    added = skipped = 0
+    try:
+        index = _open(args, reset=args.reset)
+    except SimhashIndexError as exc:
+        warn(str(exc))
+        return 1
+    with index:
+        for batch in _batches(_entries(args.input), _IMPORT_BATCH):
+            if args.skip_near_duplicates:
+                kept = sum(index.add_if_new(fp, key) is None for fp, key in batch)
+                added, skipped = added + kept, skipped + len(batch) - kept
+            else:
+                index.add_many(batch)
+                added += len(batch)
+        index.flush()
+    warn(f"imported {added} entries" + (f", skipped {skipped} near-duplicates" if skipped else ""))
+    return 0
+
+
+def _entries(path: str) -> Iterator[tuple[int, str]]:
+    for number, record in read_jsonl(path):
+        try:
+            fingerprint = from_hex(str(record["fingerprint"]))
+            key = record["key"]
+        except (KeyError, ValueError) as exc:
+            warn(f"{path}:{number}: skipped, needs a hex 'fingerprint' and a 'key' ({exc})")
+            continue
+        yield fingerprint, str(key)
+
+
+def _batches(entries: Iterator[tuple[int, str]], size: int) -> Iterator[list[tuple[int, str]]]:
+    while batch := list(islice(entries, size)):
+        yield batch

@@ -1,0 +1,164 @@
+"""Every ``SIMHASH_*`` setting, parsed and validated once.
+
+A bad value fails fast, when the crawler builds the components, with an error
+that names the setting. The options that change fingerprints are read from the
+fields of :class:`FingerprintOptions` (``shingle_size`` <- ``SIMHASH_SHINGLE_SIZE``),
+so a new option there needs no change here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Literal
+
+from scrapy.utils.job import job_dir
+
+from .core.fingerprinter import FingerprintOptions
+from .index.base import DEFAULT_MAX_DISTANCE
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+Scope = Literal["crawl", "spider", "domain"]
+Action = Literal["drop", "mark"]
+OnIndexError = Literal["keep", "fail"]
+
+#: The index file kept in JOBDIR, next to Scrapy's own ``requests.seen``.
+JOBDIR_INDEX_NAME = "simhash.index"
+#: Manku, Jain & Das Sarma (WWW 2007) build tables for k <= 7 on 64 bits; past 8
+#: near-duplicates and unrelated pages overlap and the tables stop paying off.
+MAX_DISTANCE_LIMIT = 8
+_SCOPES = ("crawl", "spider", "domain")
+_ACTIONS = ("drop", "mark")
+_ON_INDEX_ERROR = ("keep", "fail")
+
+
+@dataclass(frozen=True, slots=True)
+class SimhashSettings:
+    """The parsed ``SIMHASH_*`` settings (see the README for each one)."""
+
+    enabled: bool = True
+    max_distance: int = DEFAULT_MAX_DISTANCE
+    index: str | None = None
+    scope: Scope = "crawl"
+    action: Action = "drop"
+    item_fields: tuple[str, ...] = ()
+    http_statuses: frozenset[int] = frozenset({200})
+    debug: bool = False
+    expected_size: int = 1_000_000
+    index_reset: bool = False
+    ttl: float | None = None
+    on_index_error: OnIndexError = "keep"
+    fingerprint: FingerprintOptions = dataclasses.field(default_factory=FingerprintOptions)
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> SimhashSettings:
+        """Parse and validate; raise ``ValueError`` naming the first bad setting."""
+        return cls(
+            enabled=_read(settings, "SIMHASH_ENABLED", settings.getbool, True),
+            max_distance=_max_distance(settings),
+            index=_index_spec(settings),
+            scope=_choice(settings, "SIMHASH_SCOPE", _SCOPES),
+            action=_choice(settings, "SIMHASH_ACTION", _ACTIONS),
+            item_fields=_item_fields(settings),
+            http_statuses=_http_statuses(settings),
+            debug=_read(settings, "SIMHASH_DEBUG", settings.getbool, False),
+            expected_size=_positive(settings, "SIMHASH_EXPECTED_SIZE", settings.getint, 1_000_000),
+            index_reset=_read(settings, "SIMHASH_INDEX_RESET", settings.getbool, False),
+            ttl=_ttl(settings),
+            on_index_error=_choice(settings, "SIMHASH_ON_INDEX_ERROR", _ON_INDEX_ERROR),
+            fingerprint=fingerprint_options(settings),
+        )
+
+
+def fingerprint_options(settings: BaseSettings) -> FingerprintOptions:
+    """:class:`FingerprintOptions` from ``SIMHASH_<FIELD>`` settings, one per field."""
+    values: dict[str, Any] = {}
+    for option in dataclasses.fields(FingerprintOptions):
+        name = f"SIMHASH_{option.name.upper()}"
+        if settings.get(name) is None:
+            continue
+        values[option.name] = _option_value(settings, name, option.default)
+        try:  # alone, so that an error names this setting
+            FingerprintOptions(**{option.name: values[option.name]})
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name}: {exc}") from exc
+    return FingerprintOptions(**values)
+
+
+def _option_value(settings: BaseSettings, name: str, default: Any) -> Any:
+    """Read *name* with the getter that fits the type of the field's default."""
+    if isinstance(default, bool):
+        return _read(settings, name, settings.getbool, default)
+    if isinstance(default, int):
+        return _read(settings, name, settings.getint, default)
+    if isinstance(default, float):
+        return _read(settings, name, settings.getfloat, default)
+    value = settings.get(name)
+    if isinstance(default, bytes) and isinstance(value, str):
+        return value.encode("utf-8")
+    return value
+
+
+def _read(settings: BaseSettings, name: str, getter: Callable[[str, Any], Any], default: Any) -> Any:
+    try:
+        return getter(name, default)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: invalid value {settings.get(name)!r} ({exc})") from exc
+
+
+def _choice(settings: BaseSettings, name: str, choices: tuple[str, ...]) -> Any:
+    value = settings.get(name) or choices[0]
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, not {value!r}")
+    return value
+
+
+def _positive(settings: BaseSettings, name: str, getter: Callable[[str, Any], Any], default: Any) -> Any:
+    value = _read(settings, name, getter, default)
+    if value <= 0:
+        raise ValueError(f"{name} must be positive, not {value!r}")
+    return value
+
+
+def _max_distance(settings: BaseSettings) -> int:
+    value: int = _read(settings, "SIMHASH_MAX_DISTANCE", settings.getint, DEFAULT_MAX_DISTANCE)
+    if not 0 <= value <= MAX_DISTANCE_LIMIT:
+        raise ValueError(f"SIMHASH_MAX_DISTANCE must be between 0 and {MAX_DISTANCE_LIMIT}, not {value}")
+    return value
+
+
+def _item_fields(settings: BaseSettings) -> tuple[str, ...]:
+    fields = tuple(_read(settings, "SIMHASH_ITEM_FIELDS", settings.getlist, []))
+    if not all(isinstance(name, str) and name.strip() for name in fields):
+        raise ValueError(f"SIMHASH_ITEM_FIELDS must list item field names, not {fields!r}")
+    return tuple(name.strip() for name in fields)
+
+
+def _http_statuses(settings: BaseSettings) -> frozenset[int]:
+    values = _read(settings, "SIMHASH_HTTP_STATUSES", settings.getlist, [200])
+    try:
+        statuses = frozenset(int(value) for value in values)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"SIMHASH_HTTP_STATUSES: not HTTP status codes: {values!r}") from exc
+    if not statuses or not all(100 <= status <= 599 for status in statuses):
+        raise ValueError(f"SIMHASH_HTTP_STATUSES must list HTTP status codes (100-599), not {values!r}")
+    return statuses
+
+
+def _ttl(settings: BaseSettings) -> float | None:
+    if settings.get("SIMHASH_TTL") in (None, ""):
+        return None
+    ttl: float = _positive(settings, "SIMHASH_TTL", settings.getfloat, None)
+    return ttl
+
+
+def _index_spec(settings: BaseSettings) -> str | None:
+    """SIMHASH_INDEX as given; else the JOBDIR's index file; else ``None`` (memory)."""
+    spec = settings.get("SIMHASH_INDEX")
+    if spec:
+        return str(spec)
+    directory = job_dir(settings)
+    return str(Path(directory, JOBDIR_INDEX_NAME)) if directory else None

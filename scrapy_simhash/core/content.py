@@ -1,0 +1,183 @@
+"""Main-content extraction on an lxml tree, by general signals only.
+
+A few cheap passes (C-level scans of the tree; Python touches only containers, never
+the thousands of inline ``<span>`` of a code listing):
+
+1. *Prune* boilerplate by its role (:mod:`.boilerplate`): semantic tags, ARIA
+   landmarks, hidden elements, Readability-style class/id names.
+2. *Locate* the main content by text density (:func:`main_container`): from
+   ``<body>`` (or the page's only ``<main>``/``<article>``), descend into the child
+   holding most of the page's *prose*, text not inside links, so navigation lists
+   weigh nothing. Headings passed on the way down are kept (an article's title).
+3. *Split* it into text blocks at block-level elements, and drop the blocks that
+   are mostly link text (link lists), unless the whole page is links (a table of
+   contents).
+
+Any callable ``(root) -> list[str]`` can replace :func:`extract_main_blocks` (see
+:class:`~scrapy_simhash.core.fingerprinter.Fingerprinter`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from lxml import etree
+
+from .boilerplate import prune_boilerplate
+from .text import split_blocks
+
+#: A pluggable extractor: parsed page (modifiable) -> its main-content text blocks.
+Extractor = Callable[[etree._Element], list[str]]
+
+#: Descend into a child while it holds at least this share of the page's prose.
+_DESCEND_SHARE = 0.8
+#: ...or into the child holding the page's <h1> (or its <main>/<article>) if it holds
+#: this share of its parent's prose...
+_FAIR_SHARE = 0.2
+#: ...or into a child holding this share, and three times more than any sibling.
+_WINNER_SHARE, _WINNER_MARGIN = 0.6, 3.0
+#: Those two rules weigh every child: only for elements with few children (columns,
+#: posts), not for an article's hundred paragraphs.
+_MAX_CONTESTANTS = 16
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+#: Blocks whose text is mostly link text are navigation, not prose.
+_MAX_LINK_DENSITY = 0.5
+#: Below this share of prose the page is a list of links (an index, a table of contents).
+_MIN_PROSE_SHARE = 0.3
+# Link text is wrapped in private-use characters (never rendered) while we measure.
+_LINK_OPEN, _LINK_CLOSE = "\ue001", "\ue002"
+_LINK_TEXT = re.compile("\ue001[^\ue002]*\ue002")
+
+
+def extract_main_blocks(root: etree._Element) -> list[str]:
+    """The text blocks of the main content of a parsed page (see the module doc)."""
+    body = root.find("body")
+    if body is None:
+        body = root
+    prune_boilerplate(body)
+    _mark_links(body)
+    # A table of contents is all links: then the links are the content.
+    prose = measure(body)
+    links_are_content = prose < _MIN_PROSE_SHARE * measure(body, prose=False)
+    if links_are_content:
+        container, titles = main_container(body, prose=False)
+    else:
+        container, titles = main_container(body, prose=True, total=prose)
+    blocks = [block for title in titles for block in split_blocks(title)] + split_blocks(container)
+    if not links_are_content:
+        blocks = [block for block in blocks if not _is_link_list(block)]
+    return [block.replace(_LINK_OPEN, "").replace(_LINK_CLOSE, "") for block in blocks]
+
+
+def _mark_links(body: etree._Element) -> None:
+    """Wrap the text of every link in markers, so link text can be counted in C."""
+    for link in body.iter("a"):
+        link.text = _LINK_OPEN + link.text if link.text else _LINK_OPEN
+        link.tail = _LINK_CLOSE + link.tail if link.tail else _LINK_CLOSE
+
+
+def _visible_chars(serialised: str) -> int:
+    # Spaces (indentation mostly) do not count; link markers neither.
+    return len(serialised) - serialised.count(" ") - 2 * serialised.count(_LINK_OPEN)
+
+
+def measure(element: etree._Element, prose: bool = True) -> int:
+    """Characters of text inside *element*, whitespace not counted.
+
+    With *prose*, link text is not counted either (links must have been marked by
+    :func:`_mark_links`).
+    """
+    serialised = etree.tostring(element, method="text", encoding=str, with_tail=False)
+    if prose and _LINK_OPEN in serialised:
+        serialised = _LINK_TEXT.sub("", serialised)
+    return _visible_chars(serialised)
+
+
+def _is_link_list(block: str) -> bool:
+    if _LINK_OPEN not in block:
+        return False
+    chars = _visible_chars(block)
+    return chars - _visible_chars(_LINK_TEXT.sub("", block)) > _MAX_LINK_DENSITY * chars
+
+
+def main_container(
+    body: etree._Element, prose: bool = True, total: int | None = None
+) -> tuple[etree._Element, list[etree._Element]]:
+    """The deepest element holding most of the page's prose (or text).
+
+    Start from the page's only ``<main>`` or ``<article>``, if it holds a fair share
+    of the prose. Then, level by level, descend into the child holding 80% of it;
+    failing that, into the child holding the page's first ``<h1>`` if that child
+    holds a fair share (an article outweighed by its site's sidebar); failing that,
+    into a clear winner, three times the size of any sibling (a forum post above its
+    replies). Headings left behind on the way down are kept (the title of an article
+    whose biggest section won). Return the container and those headings.
+    """
+    titles: list[etree._Element] = []
+    heading = next(body.iter("h1"), None)
+    on_heading_path = set(heading.iterancestors()) if heading is not None else set()
+    on_heading_path.add(heading)
+    container, total = _semantic_start(body, prose, total)
+    held = total
+    while held > 0:
+        found = _dominant_child(container, held, _DESCEND_SHARE * total, prose)
+        if found is None and len(container) <= _MAX_CONTESTANTS:
+            sizes = [(measure(child, prose), child) for child in container]
+            found = _heading_child(sizes, held, on_heading_path)
+            if found is None:
+                found = _clear_winner(sizes, held)
+            if found is not None:
+                total = found[1]
+        if found is None:
+            break
+        # The headings left behind stay: the title of an article whose biggest section won.
+        titles += [child for child in container if child.tag in _HEADINGS]
+        container, held = found
+    return container, titles
+
+
+def _semantic_start(body: etree._Element, prose: bool, total: int | None) -> tuple[etree._Element, int]:
+    if total is None:
+        total = measure(body, prose)
+    for tag in ("main", "article"):
+        found = list(body.iter(tag))
+        if len(found) == 1:
+            chars = measure(found[0], prose)
+            if chars >= _FAIR_SHARE * total:
+                return found[0], chars
+    return body, total
+
+
+def _heading_child(
+    sizes: list[tuple[int, etree._Element]], held: int, on_heading_path: set[etree._Element | None]
+) -> tuple[etree._Element, int] | None:
+    for chars, child in sizes:
+        if child in on_heading_path:
+            return (child, chars) if chars >= _FAIR_SHARE * held else None
+    return None
+
+
+def _clear_winner(
+    sizes: list[tuple[int, etree._Element]], held: int
+) -> tuple[etree._Element, int] | None:
+    ranked = sorted(sizes, key=lambda size: size[0], reverse=True)
+    if not ranked or ranked[0][0] < _WINNER_SHARE * held:
+        return None
+    if len(ranked) > 1 and ranked[0][0] < _WINNER_MARGIN * ranked[1][0]:
+        return None
+    return ranked[0][1], ranked[0][0]
+
+
+def _dominant_child(
+    parent: etree._Element, left: int, needed: float, prose: bool
+) -> tuple[etree._Element, int] | None:
+    """The child of *parent* (which holds *left* characters) holding *needed* of them."""
+    for child in parent:
+        if left < needed:
+            return None  # what remains cannot hold enough: stop measuring
+        chars = measure(child, prose)
+        if chars >= needed:
+            return child, chars
+        left -= chars
+    return None

@@ -1,0 +1,193 @@
+"""Stable, optionally keyed, 64-bit hashes of tokens and of shingles of tokens.
+
+A feature hash must be the same in every process and on every machine, or stored
+fingerprints stop matching: Python's ``hash()`` is salted per process, so tokens are
+hashed with BLAKE2b (8-byte digest), keyed with the user's secret if there is one (then
+nobody can craft pages whose features collide). BLAKE2b costs ~1.4 us a call, a dict
+lookup ~0.04 us, and token frequencies follow Zipf's law, so each distinct token is
+hashed once and remembered in a bounded table. Shingle hashes are then combined from
+token hashes with vectorised uint64 arithmetic, finished by MurmurHash3's 64-bit mixer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Union
+
+import numpy as np
+import numpy.typing as npt
+
+Hashes = npt.NDArray[np.uint64]
+#: A token, or its UTF-8 encoding (the fast path of :mod:`.segment` gives bytes).
+Token = Union[str, bytes]
+Tokens = Union[Sequence[str], Sequence[bytes]]
+TokenCounts = Union[Mapping[str, int], Mapping[bytes, int]]
+
+#: Distinct tokens remembered before the table starts again (~150 bytes each).
+DEFAULT_CAPACITY = 1 << 17
+_MAX_KEY_BYTES = 64  # BLAKE2b's key limit
+
+# Odd multiplier (2**64 / golden ratio) chaining tokens, and MurmurHash3's fmix64
+# constants (Appleby): every input bit ends up flipping each output bit with p ~ 1/2.
+_CHAIN = np.uint64(0x9E3779B97F4A7C15)
+_FMIX_1 = np.uint64(0xFF51AFD7ED558CCD)
+_FMIX_2 = np.uint64(0xC4CEB9FE1A85EC53)
+_SHIFT = np.uint64(33)
+
+
+def token_hash(token: Token, key: bytes = b"") -> int:
+    """The 64-bit hash of one token (``str``, or its UTF-8 ``bytes``): keyed BLAKE2b.
+
+    >>> token_hash("simhash") == token_hash(b"simhash")
+    True
+    >>> token_hash("simhash") != token_hash("simhash", key=b"secret")
+    True
+    """
+    # Lone surrogates (from badly decoded pages) must not crash us.
+    data = token if isinstance(token, bytes) else token.encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8, key=key).digest(), "little")
+
+
+def check_key(key: bytes) -> bytes:
+    """Return *key* if BLAKE2b accepts it, else raise ``TypeError``/``ValueError``."""
+    if not isinstance(key, bytes):
+        raise TypeError(f"hash_key must be bytes, not {type(key).__name__}")
+    if len(key) > _MAX_KEY_BYTES:
+        raise ValueError(f"hash_key must be at most {_MAX_KEY_BYTES} bytes, not {len(key)}")
+    return key
+
+
+class TokenHasher:
+    """Hash token lists, remembering up to *capacity* distinct tokens.
+
+    Tokens get small integer ids (a dict lookup each, in C via ``map``) that index a
+    NumPy table of their hashes: converting small ints is cheaper than 64-bit ones.
+    """
+
+    def __init__(self, key: bytes = b"", capacity: int = DEFAULT_CAPACITY) -> None:
+        self._key = check_key(key)
+        self._capacity = capacity
+        # str and bytes keys apart: "a" and b"a" hash alike, and comparing them in one dict
+        # is a BytesWarning (an error under python -bb).
+        self._ids: dict[type, dict[Token, int]] = {str: {}, bytes: {}}
+        self._size = 0
+        self._table: Hashes = np.empty(1024, dtype=np.uint64)
+
+    def __call__(self, tokens: Tokens) -> Hashes:
+        """The hashes of *tokens* (all str or all bytes), in order."""
+        ids = self._ids_of(tokens)  # first: it may grow the table
+        return self._table[ids]
+
+    def counted(self, counts: TokenCounts) -> tuple[Hashes, npt.NDArray[np.intp]]:
+        """The hashes of the tokens counted in *counts*, and their counts, as arrays."""
+        ids = self._ids_of(counts)  # first: it may grow the table
+        return self._table[ids], np.fromiter(counts.values(), dtype=np.intp, count=len(counts))
+
+    def _ids_of(self, tokens: Iterable[str] | Iterable[bytes]) -> npt.NDArray[np.intp]:
+        first = next(iter(tokens), None)
+        if first is None:
+            return np.empty(0, dtype=np.intp)
+        known = self._ids[type(first)]
+        try:
+            # A C loop of dict lookups; a new token gives None, and NumPy a TypeError.
+            return np.array(list(map(known.get, tokens)), dtype=np.intp)
+        except TypeError:
+            return np.array(self._learn(tokens, type(first)), dtype=np.intp)
+
+    def _learn(self, tokens: Iterable[str] | Iterable[bytes], kind: type) -> list[int]:
+        """Hash the new tokens of *tokens* and return the ids of all of them."""
+        known = self._ids[kind]
+        distinct: set[Token] = set(tokens)
+        new = distinct.difference(known)
+        if self._size + len(new) > self._capacity:
+            for ids in self._ids.values():  # simpler than LRU; frequent tokens come back at once
+                ids.clear()
+            self._size = 0
+            new = distinct
+        first = self._size
+        self._size += len(new)
+        if self._size > len(self._table):
+            self._table = np.resize(self._table, max(self._size, 2 * len(self._table)))
+        key = self._key
+        for offset, token in enumerate(new):
+            known[token] = first + offset
+            self._table[first + offset] = token_hash(token, key)
+        return list(map(known.__getitem__, tokens))
+
+
+def mix64(values: Hashes) -> Hashes:
+    """MurmurHash3's fmix64 finaliser, in place on a uint64 array (returned)."""
+    values ^= values >> _SHIFT
+    values *= _FMIX_1
+    values ^= values >> _SHIFT
+    values *= _FMIX_2
+    values ^= values >> _SHIFT
+    return values
+
+
+def shingle_hashes(token_hashes: Hashes, size: int) -> Hashes:
+    """Hashes of the runs of *size* consecutive tokens (one run of all, if fewer).
+
+    >>> h = np.array([1, 2, 3, 4], dtype=np.uint64)
+    >>> len(shingle_hashes(h, 3)), len(shingle_hashes(h, 9)), len(shingle_hashes(h[:0], 3))
+    (2, 1, 0)
+    >>> bool(shingle_hashes(h, 2)[0] != shingle_hashes(h[::-1], 2)[-1])  # order matters
+    True
+    """
+    return block_shingle_hashes(token_hashes, size, [len(token_hashes)])
+
+
+def block_shingle_hashes(token_hashes: Hashes, size: int, block_lengths: Sequence[int]) -> Hashes:
+    """Shingle hashes that never span two blocks; a block shorter than *size* is one shingle.
+
+    The hash of the tokens ``t0 .. tL-1`` is ``fmix64((..(h0 * C ^ h1) * C ..) ^ hL-1)``,
+    computed for every shingle at once, one token position per step.
+
+    >>> h = np.array([1, 2, 3, 4, 5], dtype=np.uint64)
+    >>> len(block_shingle_hashes(h, 2, [3, 0, 2]))  # (1 2) (2 3) | (4 5)
+    3
+    >>> bool(block_shingle_hashes(h, 9, [2, 3])[1] == shingle_hashes(h[2:], 9)[0])
+    True
+    """
+    if len(block_lengths) == 1:
+        return _contiguous_shingle_hashes(token_hashes, size)
+    starts, spans = _shingle_starts(np.asarray(block_lengths, dtype=np.intp), size)
+    padded = np.concatenate([token_hashes, np.zeros(size, dtype=np.uint64)])
+    acc = padded[starts]
+    for step in range(1, size):
+        chained = (acc * _CHAIN) ^ padded[starts + step]
+        acc = np.where(step < spans, chained, acc)
+    return mix64(acc)
+
+
+def _contiguous_shingle_hashes(token_hashes: Hashes, size: int) -> Hashes:
+    """The one-block case with slices instead of index arrays (the common, fast path)."""
+    span = min(size, len(token_hashes))
+    count = len(token_hashes) - span + 1 if span else 0
+    acc = token_hashes[:count].copy()
+    for step in range(1, span):
+        acc *= _CHAIN
+        acc ^= token_hashes[step : step + count]
+    return mix64(acc)
+
+
+def shingles_per_block(block_lengths: Sequence[int], size: int) -> list[int]:
+    """How many shingles :func:`block_shingle_hashes` makes from each block.
+
+    >>> shingles_per_block([5, 2, 0], 3)
+    [3, 1, 0]
+    """
+    return [max(length - size + 1, 1) if length else 0 for length in block_lengths]
+
+
+def _shingle_starts(
+    lengths: npt.NDArray[np.intp], size: int
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """First token of each shingle, and its number of tokens (< size only for short blocks)."""
+    ends = np.cumsum(lengths)
+    block_start = np.repeat(ends - lengths, lengths)
+    position = np.arange(int(ends[-1]) if len(ends) else 0, dtype=np.intp)
+    spans = np.minimum(np.repeat(ends, lengths) - position, size)
+    keep = (spans == size) | ((position == block_start) & (spans < size))
+    return position[keep], spans[keep]

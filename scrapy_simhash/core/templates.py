@@ -1,0 +1,152 @@
+"""Per-site template memory: text blocks that recur across pages of a site are boilerplate.
+
+Learned online, one page at a time, with no second pass: for each domain it counts
+on how many distinct pages each text block (by hash) was seen. A block is template
+once it has been seen on at least ``min_pages`` pages *and* on at least
+``min_share`` of the pages seen on the domain so far; template blocks are left out
+of the fingerprints of that domain's pages. A site's chrome is on nearly every page;
+a heading or a sentence common in the content ("Bugfixes", "See also") is on a
+minority, and stays.
+
+Consistency: pages fingerprinted before a block is learned keep it. The share rule
+keeps that rare (only true chrome is ever learned), and main-content extraction has
+removed most chrome already, so this is a safety net, not the main filter.
+
+"Distinct pages" is judged by content, not URL: a page is known by its fingerprint,
+and a page within ``same_page_distance`` bits of one the block was already seen on
+is the same page (a copy under a session-id or tracking URL, a print version).
+Otherwise an article fetched under several URLs would teach its own text as
+template. A repost inside another site's template keeps its article blocks: they are
+new on that site, and only that site's chrome is learned there.
+
+Memory is bounded: at most ``max_domains`` domains (least recently used dropped)
+and ``max_blocks`` blocks per domain (blocks seen on a single page dropped first).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Sequence
+
+_DIGITS = re.compile(r"\d+")
+#: Template lines with counters are short; a long block that differs in its numbers is
+#: content (release notes of versions 2.2.20 and 3.0.14).
+_SHORT_BLOCK = 64
+#: Fingerprints kept per block to tell new pages from near-copies; past that, a count.
+_REMEMBERED_PAGES = 8
+
+
+def block_key(block: str) -> int:
+    """A key for a normalised text block; digits do not count in short blocks.
+
+    Counters, dates and ids differ from page to page inside the same template line
+    ("views: 6033", "posted 2024-01-12"), so in a short block every run of digits
+    reads as ``0``. Python's own string hash is enough: the memory lives in one
+    process, and it is several times cheaper than a cryptographic hash.
+
+    >>> block_key("views: 6033") == block_key("views: 17")
+    True
+    """
+    if len(block) <= _SHORT_BLOCK:
+        block = _DIGITS.sub("0", block)
+    return hash(block)
+
+
+class _DomainMemory:
+    """How many distinct pages of one domain each block was seen on."""
+
+    __slots__ = ("pages", "pages_of")
+
+    def __init__(self) -> None:
+        self.pages = 0
+        # Per block: the fingerprints of the first pages it was seen on (to tell a new
+        # page from a near-copy), then, once that list is full, just a count.
+        self.pages_of: dict[int, list[int] | int] = {}
+
+    def count(self, key: int) -> int:
+        pages = self.pages_of.get(key, 0)
+        return pages if isinstance(pages, int) else len(pages)
+
+    def record(self, key: int, page: int, settings: TemplateMemory) -> None:
+        pages = self.pages_of.get(key)
+        if isinstance(pages, int):
+            self.pages_of[key] = pages + 1
+        elif pages is None:
+            if len(self.pages_of) >= settings.max_blocks:
+                self._forget_rare()
+            self.pages_of[key] = [page]
+        elif not any((page ^ other).bit_count() <= settings.same_page_distance for other in pages):
+            pages.append(page)  # a new page, not a near-copy of one it was seen on
+            if len(pages) >= _REMEMBERED_PAGES:
+                self.pages_of[key] = len(pages)
+
+    def _forget_rare(self) -> None:
+        pages_of = self.pages_of
+        rare = [key for key, pages in pages_of.items() if isinstance(pages, list) and len(pages) < 2]
+        for key in rare or list(self.pages_of)[: len(self.pages_of) // 2]:
+            del self.pages_of[key]
+
+
+class TemplateMemory:
+    """Online, bounded, per-domain memory of template blocks (see the module doc).
+
+    Use :meth:`filter` before fingerprinting a page and :meth:`learn` after.
+    """
+
+    def __init__(
+        self,
+        min_pages: int = 5,
+        min_share: float = 0.6,
+        max_domains: int = 1000,
+        max_blocks: int = 20_000,
+        same_page_distance: int = 16,
+    ) -> None:
+        if min_pages < 2:
+            raise ValueError(f"min_pages must be at least 2, not {min_pages}")
+        if max_domains < 1 or max_blocks < 1:
+            raise ValueError("max_domains and max_blocks must be positive")
+        if not 0.0 <= min_share <= 1.0:
+            raise ValueError(f"min_share must be between 0 and 1, not {min_share}")
+        self.min_pages = min_pages
+        self.min_share = min_share
+        self.max_domains = max_domains
+        self.max_blocks = max_blocks
+        self.same_page_distance = same_page_distance
+        self._domains: OrderedDict[str, _DomainMemory] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._domains)
+
+    def _memory(self, domain: str) -> _DomainMemory:
+        memory = self._domains.get(domain)
+        if memory is None:
+            memory = self._domains[domain] = _DomainMemory()
+            if len(self._domains) > self.max_domains:
+                self._domains.popitem(last=False)
+        else:
+            self._domains.move_to_end(domain)
+        return memory
+
+    def filter(self, domain: str, blocks: Sequence[str]) -> list[str]:
+        """*blocks* less those learned as template on *domain*."""
+        memory = self._domains.get(domain)
+        if memory is None:
+            return list(blocks)
+        needed = self._needed(memory)
+        return [block for block in blocks if memory.count(block_key(block)) < needed]
+
+    def _needed(self, memory: _DomainMemory) -> float:
+        return max(self.min_pages, self.min_share * memory.pages)
+
+    def learn(self, domain: str, blocks: Sequence[str], page: int) -> None:
+        """Record that *blocks* were seen on a page whose fingerprint is *page*."""
+        memory = self._memory(domain)
+        memory.pages += 1
+        for key in {block_key(block) for block in blocks}:
+            memory.record(key, page, self)
+
+    def is_template(self, domain: str, block: str) -> bool:
+        """Whether *block* has been learned as template on *domain*."""
+        memory = self._domains.get(domain)
+        return memory is not None and memory.count(block_key(block)) >= self._needed(memory)

@@ -1,0 +1,50 @@
+"""The exceptions the Scrapy components raise for near-duplicates.
+
+Hierarchy::
+
+    IgnoreRequest (Scrapy)
+     +-- NearDuplicatePage    raised by SimhashMiddleware: the response is dropped
+    DropItem (Scrapy)
+     +-- NearDuplicateItem    raised by SimhashPipeline: the item is dropped
+
+Both carry what was found, so an errback (``failure.check(NearDuplicatePage)``)
+or a log formatter can tell which earlier page or item the drop duplicates.
+"""
+
+from __future__ import annotations
+
+from scrapy.exceptions import DropItem, IgnoreRequest
+
+from .core.fingerprint import to_hex
+
+
+class NearDuplicatePage(IgnoreRequest):
+    """A response whose main text is within the distance bound of an earlier page."""
+
+    def __init__(self, url: str, fingerprint: int, duplicate_of: str, distance: int) -> None:
+        super().__init__(
+            f"Near-duplicate page {url} (simhash {to_hex(fingerprint)}) of {duplicate_of}"
+            f" at distance {distance}"
+        )
+        self.url = url
+        self.fingerprint = fingerprint
+        self.duplicate_of = duplicate_of
+        self.distance = distance
+
+
+class NearDuplicateItem(DropItem):
+    """An item whose text fields are within the distance bound of an earlier item.
+
+    It is logged at DEBUG (``log_level``): an expected drop, not a warning.
+    """
+
+    def __init__(self, key: str, fingerprint: int, duplicate_of: str, distance: int) -> None:
+        super().__init__(
+            f"Near-duplicate item {key} (simhash {to_hex(fingerprint)}) of {duplicate_of}"
+            f" at distance {distance}",
+            log_level="DEBUG",
+        )
+        self.key = key
+        self.fingerprint = fingerprint
+        self.duplicate_of = duplicate_of
+        self.distance = distance

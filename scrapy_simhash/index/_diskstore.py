@@ -1,0 +1,278 @@
+"""The files of an on-disk store: create, check, lock, append, replay.
+
+:class:`DiskStore` owns the directory described in :mod:`._logfile`. One process at
+a time holds it (an exclusive ``flock`` on ``lock``); inside that process every
+namespace shares one :class:`DiskStore` (see :mod:`.disk`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import fcntl
+import logging
+import os
+import socket
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _logfile as lf
+from ._storage import KeyStore
+from ._storage import _encode as encode_key
+from .base import IndexFormatError, SimhashIndexError
+
+logger = logging.getLogger(__name__)
+
+LOG_NAME, KEYS_NAME, LOCK_NAME = "fingerprints.log", "keys.log", "lock"
+#: Namespace ids are 16-bit; the empty namespace is id 0 and needs no record.
+MAX_NAMESPACES = 0xFFFF
+
+
+class DiskStore:
+    """The append-only files of one store directory."""
+
+    def __init__(self, directory: str, *, signature: str, reset: bool, durable: bool) -> None:
+        self.directory, self.durable = directory, durable
+        self.log_path = os.path.join(directory, LOG_NAME)
+        self.keys_path = os.path.join(directory, KEYS_NAME)
+        self._lock_fd = _lock(directory)
+        self._fds: list[int] = []
+        try:
+            contents = self._open(signature, reset)
+        except BaseException:
+            self.close()
+            raise
+        self.truncated_bytes = contents.truncated_bytes
+        if self.truncated_bytes:
+            logger.warning(
+                "Dropped %(bytes)d bytes of an interrupted write at the end of %(path)s",
+                {"bytes": self.truncated_bytes, "path": self.log_path},
+            )
+            os.ftruncate(self._log_fd, contents.valid_size)
+        declared = contents.records[contents.records["op"] == lf.OP_NAMESPACE]
+        self._namespaces = {self._key_of(r): int(r["namespace"]) for r in declared}
+        self._records_at_open: npt.NDArray | None = contents.records
+        self.users = 0
+
+    # -- creation and checks ----------------------------------------------------------
+
+    def _open(self, signature: str, reset: bool) -> lf.LogContents:
+        """Check and read the files; with *reset*, replace files that cannot be read."""
+        if not os.path.exists(self.log_path):
+            self._create(signature)
+        try:
+            self._check(signature)
+            return self._read()
+        except IndexFormatError as exc:
+            if not reset:
+                raise
+            logger.warning("Starting a new index: %(reason)s", {"reason": exc})
+            self._create(signature)
+            return self._read()
+
+    def _read(self) -> lf.LogContents:
+        for fd in self._fds:
+            os.close(fd)
+        self._log_fd = os.open(self.log_path, os.O_RDWR | os.O_APPEND)
+        self._keys_fd = os.open(self.keys_path, os.O_RDWR | os.O_APPEND)
+        self._fds = [self._log_fd, self._keys_fd]
+        self._key_end = os.fstat(self._keys_fd).st_size
+        return lf.read_records(self.log_path, self._key_end)
+
+    def _check(self, signature: str) -> None:
+        self.header: dict[str, object] = lf.read_header(self.log_path)
+        if not os.path.exists(self.keys_path):
+            raise IndexFormatError(f"{self.keys_path} is missing: {lf.RESET_HINT}")
+        lf.check_keys_header(self.keys_path)
+        self.check_signature(signature)
+
+    def check_signature(self, signature: str) -> None:
+        """Refuse fingerprints made with other options than the stored ones."""
+        stored = str(self.header.get("signature", ""))
+        if signature and stored and stored != signature:
+            raise IndexFormatError(
+                f"{self.log_path} holds fingerprints made with other options ({stored}) than "
+                f"these ({signature}); they are not comparable: {lf.RESET_HINT}"
+            )
+
+    def _create(self, signature: str) -> None:
+        """Write both files under temporary names, then rename: a crash leaves none or both."""
+        self.header = {
+            "signature": signature,
+            "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                timespec="seconds"
+            ),
+            "created_on": socket.gethostname(),
+            "record_bytes": lf.RECORD.itemsize,
+        }
+        _write_new(self.keys_path, lf.new_keys_header())
+        _write_new(self.log_path, lf.new_header(self.header))
+
+    # -- namespaces -------------------------------------------------------------------
+
+    def namespace_id(self, name: str) -> int:
+        """The id of namespace *name*, recorded on first use."""
+        if name == "" or name in self._namespaces:
+            return self._namespaces.get(name, 0)
+        new_id = max(self._namespaces.values(), default=0) + 1
+        if new_id > MAX_NAMESPACES:
+            raise SimhashIndexError(f"{self.directory} already has {MAX_NAMESPACES} namespaces")
+        self.append(new_id, lf.OP_NAMESPACE, 0, name)
+        self._namespaces[name] = new_id
+        return new_id
+
+    @property
+    def namespaces(self) -> list[str]:
+        return ["", *sorted(self._namespaces)]
+
+    # -- writing ----------------------------------------------------------------------
+
+    def append(self, namespace: int, op: int, fingerprint: int, key: str) -> None:
+        """Write one record (and its key); durable against kill -9 when it returns."""
+        data = encode_key(key)
+        offset = self._write_keys(data)
+        self._write_log(lf.pack_record(fingerprint, offset, len(data), namespace, op))
+
+    def append_many(
+        self, namespace: int, fingerprints: npt.NDArray[np.uint64], keys: Sequence[str]
+    ) -> None:
+        """Write many ADD records with two ``os.write`` calls."""
+        encoded = [encode_key(key) for key in keys]
+        lengths = np.fromiter(map(len, encoded), dtype=np.uint64, count=len(encoded))
+        records = np.zeros(len(encoded), dtype=lf.RECORD)
+        records["fingerprint"] = fingerprints
+        records["key_offset"] = self._write_keys(b"".join(encoded)) + np.cumsum(lengths) - lengths
+        records["key_length"] = lengths
+        records["namespace"] = namespace
+        records["op"] = lf.OP_ADD
+        self._write_log(lf.pack_records(records))
+
+    def flush(self) -> None:
+        os.fsync(self._keys_fd)
+        os.fsync(self._log_fd)
+
+    def _write_keys(self, data: bytes) -> int:
+        offset = self._key_end
+        try:
+            _write_all(self._keys_fd, data, self.durable)
+        except OSError:
+            self._key_end = os.fstat(self._keys_fd).st_size  # whatever part was written
+            raise
+        self._key_end += len(data)
+        return offset
+
+    def _write_log(self, data: bytes) -> None:
+        self._records_at_open = None  # stale now
+        try:
+            _write_all(self._log_fd, data, self.durable)
+        except OSError:
+            # a partial record would shift every later one: cut back to whole records
+            size = os.fstat(self._log_fd).st_size
+            os.ftruncate(self._log_fd, size - (size - lf.HEADER_SIZE) % lf.RECORD.itemsize)
+            raise
+
+    # -- reading ----------------------------------------------------------------------
+
+    def load(self, namespace: int) -> tuple[npt.NDArray[np.uint64], KeyStore]:
+        """The live entries of *namespace*: fingerprints and keys, in insertion order."""
+        records, self._records_at_open = self._records_at_open, None  # read once, at open
+        if records is None:
+            records = lf.read_records(self.log_path, self._key_end).records
+        ops = records["op"]
+        mine = records["namespace"] == namespace
+        if not mine.all():
+            records, ops = records[mine], ops[mine]
+        clears = np.flatnonzero(ops == lf.OP_CLEAR)
+        if len(clears):
+            records, ops = records[clears[-1] + 1 :], ops[clears[-1] + 1 :]
+        alive = ops == lf.OP_ADD
+        if not alive.all():
+            for position in np.flatnonzero((ops == lf.OP_REMOVE) | (ops == lf.OP_REMOVE_ALL)):
+                self._apply_removal(records, alive, int(position))
+            records = records[alive]
+        return records["fingerprint"].copy(), self._read_keys(records)
+
+    def _apply_removal(
+        self, records: npt.NDArray, alive: npt.NDArray[np.bool_], position: int
+    ) -> None:
+        removal = records[position]
+        hits = np.flatnonzero(
+            alive[:position] & (records["fingerprint"][:position] == removal["fingerprint"])
+        )
+        if removal["op"] == lf.OP_REMOVE:
+            key = self._key_of(removal)
+            hits = np.array([h for h in hits if self._key_of(records[h]) == key], dtype=np.intp)
+        alive[hits] = False
+
+    def _key_of(self, record: np.void) -> str:
+        data = os.pread(self._keys_fd, int(record["key_length"]), int(record["key_offset"]))
+        return data.decode("utf-8", "surrogatepass")
+
+    def _read_keys(self, records: npt.NDArray) -> KeyStore:
+        """The keys of *records*, gathered run by run (keys of a namespace are mostly adjacent)."""
+        if not len(records):
+            return KeyStore()
+        starts, lengths = records["key_offset"], records["key_length"].astype(np.uint64)
+        ends = starts + lengths
+        view = memoryview(_read_prefix(self.keys_path, int(ends.max())))
+        breaks = np.flatnonzero(starts[1:] != ends[:-1]) + 1
+        if not len(breaks):  # one run: no gathering copy
+            # from_buffer copies once into its own bytearray; a memoryview avoids a second copy
+            return KeyStore.from_buffer(view[int(starts[0]) :], np.cumsum(lengths))  # type: ignore[arg-type]
+        run_starts = np.concatenate(([0], breaks)).tolist()
+        run_ends = np.concatenate((breaks - 1, [len(records) - 1])).tolist()
+        joined = b"".join(view[int(starts[a]) : int(ends[b])] for a, b in zip(run_starts, run_ends))
+        return KeyStore.from_buffer(joined, np.cumsum(lengths))
+
+    def close(self) -> None:
+        for fd in (*self._fds, self._lock_fd):
+            os.close(fd)
+        self._fds = []
+
+
+def _lock(directory: str) -> int:
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise IndexFormatError(f"{directory} is a file, not an index directory: {lf.RESET_HINT}")
+    os.makedirs(directory, exist_ok=True)
+    fd = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise SimhashIndexError(
+            f"{directory} is in use by another process (one crawl at a time)"
+        ) from None
+    return fd
+
+
+def _read_prefix(path: str, size: int) -> bytearray:
+    """The first *size* bytes of *path*, read straight into one buffer."""
+    data = bytearray(size)
+    view, done = memoryview(data), 0
+    with open(path, "rb", buffering=0) as file:
+        while done < size:
+            read = file.readinto(view[done:])
+            if not read:
+                raise IndexFormatError(
+                    f"{path} ended at byte {done}, before the keys its records point at"
+                )
+            done += read
+    return data
+
+
+def _write_new(path: str, data: bytes) -> None:
+    temporary = path + ".tmp"
+    with open(temporary, "wb") as file:
+        file.write(data)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+
+
+def _write_all(fd: int, data: bytes, durable: bool) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    if durable:
+        os.fsync(fd)

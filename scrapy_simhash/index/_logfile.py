@@ -1,0 +1,173 @@
+"""The file format of the on-disk store: an append-only log of fixed-size records.
+
+A store is a directory with two append-only files:
+
+* ``fingerprints.log``: a 4096-byte header (magic ``SIMHIDX\\n``, format version,
+  a JSON block with the fingerprint options signature and creation info, its
+  CRC-32), then 32-byte little-endian records (:data:`RECORD`): fingerprint, key
+  offset and length in ``keys.log``, namespace id, operation, and a 64-bit check
+  value mixing all of them, so a torn or zeroed record is detected.
+* ``keys.log``: a 16-byte header, then the UTF-8 keys, back to back.
+
+A key is written before its record, and a record is one ``os.write``: after a
+crash, a record that exists points at a key that exists. Records are read back in
+one ``numpy.fromfile``. Invalid records at the end (an interrupted write) are a
+truncated tail, dropped and reported; an invalid record followed by valid ones is
+corruption, which raises :class:`IndexFormatError` rather than losing data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .base import IndexFormatError
+
+FORMAT_VERSION = 1
+HEADER_SIZE = 4096
+MAGIC = b"SIMHIDX\n"
+KEYS_MAGIC = b"SIMHKEY\n"
+KEYS_HEADER_SIZE = 16
+_HEADER_PREFIX = struct.Struct("<8sIII")  # magic, version, JSON length, JSON CRC-32
+_KEYS_HEADER = struct.Struct("<8sII")  # magic, version, reserved
+
+RECORD = np.dtype(
+    [
+        ("fingerprint", "<u8"),
+        ("key_offset", "<u8"),
+        ("key_length", "<u4"),
+        ("namespace", "<u2"),
+        ("op", "u1"),
+        ("reserved", "u1"),
+        ("check", "<u8"),
+    ]
+)
+_PACKED = struct.Struct("<QQIHBBQ")
+assert RECORD.itemsize == _PACKED.size == 32
+
+# Operations: an entry added, the entries of a fingerprint and key removed, a
+# namespace named (its id in ``namespace``, its name as the key), a namespace
+# cleared (reset), every entry of a fingerprint removed.
+OP_ADD, OP_REMOVE, OP_NAMESPACE, OP_CLEAR, OP_REMOVE_ALL = 1, 2, 3, 4, 5
+
+# splitmix64 constants: a cheap, well-mixing check value computable with NumPy.
+_SEED, _MUL1, _MUL2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+_MASK64 = (1 << 64) - 1
+RESET_HINT = "delete it or set SIMHASH_INDEX_RESET=True"
+
+
+def check_value(fingerprint: int, key_offset: int, key_length: int, namespace: int, op: int) -> int:
+    """The check value of one record (:func:`check_values` for many)."""
+    h = ((fingerprint ^ _SEED) * _MUL1) & _MASK64
+    h = ((h ^ key_offset) * _MUL2) & _MASK64
+    h = ((h ^ (key_length | namespace << 32 | op << 48)) * _MUL1) & _MASK64
+    return h ^ (h >> 31)
+
+
+def check_values(records: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
+    """:func:`check_value` of every record, vectorised (uint64 products wrap).
+
+    A record is four little-endian 64-bit words: fingerprint, key offset, the
+    ``key_length | namespace << 32 | op << 48`` word, and the check value.
+    """
+    words = records.view("<u8").reshape(-1, 4)
+    h = words[:, 0] ^ np.uint64(_SEED)
+    h *= np.uint64(_MUL1)
+    h ^= words[:, 1]
+    h *= np.uint64(_MUL2)
+    h ^= words[:, 2]
+    h *= np.uint64(_MUL1)
+    h ^= h >> np.uint64(31)
+    return h
+
+
+def pack_record(
+    fingerprint: int, key_offset: int, key_length: int, namespace: int, op: int
+) -> bytes:
+    check = check_value(fingerprint, key_offset, key_length, namespace, op)
+    return _PACKED.pack(fingerprint, key_offset, key_length, namespace, op, 0, check)
+
+
+def pack_records(records: npt.NDArray[Any]) -> bytes:
+    """Fill in the check values of *records* (a RECORD array) and return their bytes."""
+    records["check"] = check_values(records)
+    return records.tobytes()
+
+
+def new_header(info: dict[str, Any]) -> bytes:
+    payload = json.dumps(info, sort_keys=True).encode()
+    prefix = _HEADER_PREFIX.pack(MAGIC, FORMAT_VERSION, len(payload), zlib.crc32(payload))
+    if len(prefix) + len(payload) > HEADER_SIZE:
+        raise ValueError("index header information is too long")
+    return (prefix + payload).ljust(HEADER_SIZE, b"\0")
+
+
+def new_keys_header() -> bytes:
+    return _KEYS_HEADER.pack(KEYS_MAGIC, FORMAT_VERSION, 0)
+
+
+def read_header(path: str) -> dict[str, Any]:
+    """The JSON header of a fingerprints log; :class:`IndexFormatError` if it is not one."""
+    with open(path, "rb") as file:
+        head = file.read(HEADER_SIZE)
+    if len(head) < _HEADER_PREFIX.size or not head.startswith(MAGIC):
+        raise IndexFormatError(f"{path} is not a scrapy-simhash index: {RESET_HINT}")
+    _, version, length, crc = _HEADER_PREFIX.unpack_from(head)
+    if version != FORMAT_VERSION:
+        raise IndexFormatError(
+            f"{path} is an index of format version {version}, this "
+            f"scrapy-simhash reads version {FORMAT_VERSION}: {RESET_HINT}"
+        )
+    payload = head[_HEADER_PREFIX.size : _HEADER_PREFIX.size + length]
+    if len(head) < HEADER_SIZE or zlib.crc32(payload) != crc:
+        raise IndexFormatError(f"{path} has a truncated or corrupt header: {RESET_HINT}")
+    return dict(json.loads(payload))
+
+
+def check_keys_header(path: str) -> None:
+    with open(path, "rb") as file:
+        head = file.read(KEYS_HEADER_SIZE)
+    if len(head) < KEYS_HEADER_SIZE or not head.startswith(KEYS_MAGIC):
+        raise IndexFormatError(f"{path} is not a scrapy-simhash key file: {RESET_HINT}")
+    if _KEYS_HEADER.unpack(head)[1] != FORMAT_VERSION:
+        raise IndexFormatError(f"{path} is a key file of another format version: {RESET_HINT}")
+
+
+@dataclass(frozen=True)
+class LogContents:
+    """The valid records of a log, and how many bytes of its tail were invalid."""
+
+    records: npt.NDArray[Any]
+    truncated_bytes: int
+
+    @property
+    def valid_size(self) -> int:
+        return HEADER_SIZE + len(self.records) * RECORD.itemsize
+
+
+def read_records(path: str, keys_size: int) -> LogContents:
+    """Every valid record of the log at *path* (whose key file is *keys_size* bytes)."""
+    size = os.path.getsize(path)
+    count = max(0, size - HEADER_SIZE) // RECORD.itemsize
+    records = np.fromfile(path, dtype=RECORD, count=count, offset=HEADER_SIZE)
+    ends = records["key_offset"] + records["key_length"]
+    valid = (check_values(records) == records["check"]) & (ends <= np.uint64(keys_size))
+    valid &= records["key_offset"] >= np.uint64(KEYS_HEADER_SIZE)
+    if valid.all():
+        return LogContents(records, size - HEADER_SIZE - count * RECORD.itemsize)
+    first_bad = int(np.argmin(valid))
+    if valid[first_bad:].any():
+        where = HEADER_SIZE + first_bad * RECORD.itemsize
+        raise IndexFormatError(
+            f"{path} has a corrupt record #{first_bad} at byte {where} followed by "
+            f"valid ones (damaged file, not an interrupted write): {RESET_HINT}"
+        )
+    kept = records[:first_bad]
+    return LogContents(kept, size - HEADER_SIZE - first_bad * RECORD.itemsize)

@@ -1,0 +1,83 @@
+"""The connection side of the Redis index: connect, map failures, keep secrets out.
+
+Failures that mean "try again later" (down, unreachable, loading, out of memory, a
+read-only replica) become :class:`IndexUnavailableError`; the Scrapy glue applies
+``SIMHASH_ON_INDEX_ERROR`` to them. Every call reconnects by itself.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlsplit, urlunsplit
+
+import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
+
+from .base import IndexUnavailableError
+
+_UNAVAILABLE = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    redis.exceptions.OutOfMemoryError,
+    redis.exceptions.ReadOnlyError,
+    redis.exceptions.MasterDownError,
+    redis.exceptions.TryAgainError,
+)
+# The same conditions met inside a script come back as a script error; Redis
+# refuses only a script's first write when out of memory, so nothing half-written.
+_UNAVAILABLE_REPLY = re.compile(r"-(OOM|READONLY|MASTERDOWN|LOADING|BUSY)\b")
+# What the scripts answer when the namespace's meta hash is gone (restart, flush).
+NO_META = "SIMHASH_NOMETA"
+
+
+def connect(url: str) -> redis.Redis:
+    """A client for *url*, with its thread-safe connection pool."""
+    # A few quick retries ride out a blip; a dead server fails in about a second,
+    # and the next call tries again, so the index recovers when Redis is back.
+    retry = Retry(ExponentialBackoff(cap=0.5, base=0.05), retries=2)
+    return redis.Redis.from_url(
+        url,
+        socket_timeout=5,
+        socket_connect_timeout=2,
+        retry=retry,
+        retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+        health_check_interval=30,
+    )
+
+
+@contextmanager
+def unavailable_as_index_error(url: str) -> Iterator[None]:
+    """Turn Redis' "try again later" failures into :class:`IndexUnavailableError`."""
+    try:
+        yield
+    except _UNAVAILABLE as exc:
+        raise IndexUnavailableError(f"Redis at {safe_url(url)} is unavailable: {exc}") from exc
+    except redis.ResponseError as exc:
+        if not _UNAVAILABLE_REPLY.search(str(exc)):
+            raise
+        raise IndexUnavailableError(f"Redis at {safe_url(url)} is unavailable: {exc}") from exc
+
+
+def is_no_meta(reply: object) -> bool:
+    return isinstance(reply, redis.ResponseError) and NO_META in str(reply)
+
+
+def safe_url(url: str) -> str:
+    """*url* without its password, for messages.
+
+    >>> safe_url("redis://user:secret@host:6379/0")
+    'redis://user:***@host:6379/0'
+    """
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    port = f":{parts.port}" if parts.port else ""
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{parts.hostname}{port}"))
+
+
+def glob_escape(text: str) -> str:
+    """*text* matched literally by SCAN's MATCH pattern."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)

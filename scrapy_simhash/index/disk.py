@@ -1,0 +1,151 @@
+"""The on-disk index: persists across crawls, pause/resume (JOBDIR) and crashes.
+
+Every entry is appended to a log (see :mod:`._logfile` for the format) with an
+unbuffered ``os.write`` before ``add_if_new`` acknowledges it, so a crawl killed
+with ``kill -9`` at any moment loses nothing it reported as kept; ``durable=True``
+also ``fsync``\\ s each write, against power loss. On open the log is replayed with
+NumPy into a :class:`~.memory.MemoryIndex`, so queries run at in-memory speed.
+
+Several namespaces (spiders, domains) share one store directory; each
+:class:`DiskIndex` loads only its own. One process holds a store at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..core.fingerprint import check_fingerprint
+from . import _logfile as lf
+from ._diskstore import DiskStore
+from .base import Match, SimhashIndex
+from .memory import MemoryIndex
+
+_OPEN_STORES: dict[str, DiskStore] = {}
+_OPEN_STORES_LOCK = threading.Lock()
+
+
+class DiskIndex(SimhashIndex):
+    """One namespace of the store in directory *path* (created if missing).
+
+    *signature* (:meth:`FingerprintOptions.signature`) is written when the store is
+    created; opening it with another one raises :class:`IndexFormatError`, as does a
+    foreign, corrupt or other-version file. *reset* starts this namespace empty (and
+    replaces a store that cannot be read).
+    """
+
+    backend_name = "disk"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        max_distance: int = 3,
+        *,
+        expected_size: int = 1_000_000,
+        namespace: str = "",
+        signature: str = "",
+        reset: bool = False,
+        durable: bool = False,
+    ) -> None:
+        super().__init__(max_distance)
+        self.path, self.namespace = os.fspath(path), namespace
+        self._store = _acquire(self.path, signature, reset, durable)
+        try:
+            self._namespace_id = self._store.namespace_id(namespace)
+            if reset:
+                self._store.append(self._namespace_id, lf.OP_CLEAR, 0, "")
+            fingerprints, keys = self._store.load(self._namespace_id)
+            self._memory = MemoryIndex.from_arrays(fingerprints, keys, max_distance)
+        except BaseException:
+            _release(self._store)
+            raise
+
+    def add_if_new(self, fingerprint: int, key: str, wildcard: int = 0) -> Match | None:
+        match = self._memory.nearest(fingerprint, wildcard)
+        if match is None:
+            self.add(fingerprint, key)  # on disk first, then in memory
+        return match
+
+    def query(self, fingerprint: int, wildcard: int = 0) -> list[Match]:
+        return self._memory.query(fingerprint, wildcard)
+
+    def query_many(self, fingerprints: Sequence[int]) -> list[list[Match]]:
+        return self._memory.query_many(fingerprints)
+
+    def add(self, fingerprint: int, key: str) -> None:
+        fingerprint = check_fingerprint(fingerprint)
+        self._store.append(self._namespace_id, lf.OP_ADD, fingerprint, key)
+        self._memory.add(fingerprint, key)
+
+    def add_many(self, items: Iterable[tuple[int, str]]) -> None:
+        pairs = list(items)
+        fingerprints = np.array([check_fingerprint(fp) for fp, _ in pairs], dtype=np.uint64)
+        keys = [key for _, key in pairs]
+        self._store.append_many(self._namespace_id, fingerprints, keys)
+        self._memory.add_many(zip(fingerprints.tolist(), keys))
+
+    def remove(self, fingerprint: int, key: str | None = None) -> int:
+        fingerprint = check_fingerprint(fingerprint)
+        op = lf.OP_REMOVE_ALL if key is None else lf.OP_REMOVE
+        removed = self._memory.remove(fingerprint, key)
+        if removed:
+            self._store.append(self._namespace_id, op, fingerprint, key or "")
+        return removed
+
+    def __len__(self) -> int:
+        return len(self._memory)
+
+    def items(self) -> Iterator[tuple[int, str]]:
+        return self._memory.items()
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **self._memory.describe(),
+            "backend": self.backend_name,
+            "path": self.path,
+            "namespace": self.namespace,
+            "namespaces": self._store.namespaces,
+            "signature": self._store.header.get("signature", ""),
+            "created_at": self._store.header.get("created_at"),
+            "file_bytes": os.path.getsize(self._store.log_path)
+            + os.path.getsize(self._store.keys_path),
+            "truncated_tail_bytes": self._store.truncated_bytes,
+        }
+
+    def bucket_stats(self) -> dict[str, Any]:
+        return self._memory.bucket_stats()
+
+    def flush(self) -> None:
+        self._store.flush()
+
+    def close(self) -> None:
+        if self._store is not None:
+            _release(self._store)
+            self._store = None  # type: ignore[assignment]
+
+
+def _acquire(path: str, signature: str, reset: bool, durable: bool) -> DiskStore:
+    """The process-wide store of *path*: namespaces opened together share it."""
+    real = os.path.realpath(path)
+    with _OPEN_STORES_LOCK:
+        store = _OPEN_STORES.get(real)
+        if store is None:
+            store = _OPEN_STORES[real] = DiskStore(
+                real, signature=signature, reset=reset, durable=durable
+            )
+        else:
+            store.check_signature(signature)
+        store.users += 1
+    return store
+
+
+def _release(store: DiskStore) -> None:
+    with _OPEN_STORES_LOCK:
+        store.users -= 1
+        if store.users == 0:
+            del _OPEN_STORES[store.directory]
+            store.close()

@@ -1,0 +1,112 @@
+"""The downloader middleware that drops (or marks) near-duplicate pages."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import HtmlResponse
+from scrapy.utils.httpobj import urlparse_cached
+
+from ._glue import NearDuplicateChecker
+from .config import SimhashSettings
+from .core.fingerprint import to_hex
+from .exceptions import NearDuplicatePage
+from .index import IndexUnavailableError, Match
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
+
+#: The ``Request.meta`` key that holds the result, and the item field the
+#: pipeline reads it back from.
+META_KEY = "simhash"
+
+
+class SimhashMiddleware:
+    """Drop responses whose main text nearly duplicates a page seen before.
+
+    Enable it with the add-on (``ADDONS = {"scrapy_simhash.Addon": 300}``), or in
+    :setting:`DOWNLOADER_MIDDLEWARES` at 540: the responses it sees are then final
+    (after retries, redirects and decompression).
+
+    Each HTML response with a status in ``SIMHASH_HTTP_STATUSES`` (200) is
+    fingerprinted and checked against the index in one step. Other responses
+    (robots.txt, images, JSON, errors) pass untouched and count as
+    ``simhash/skipped/<reason>``. The result goes to ``request.meta["simhash"]``::
+
+        {"fingerprint": "3f0c...", "duplicate_of": "http://.../a.html" or None, "distance": 2 or None}
+
+    With ``SIMHASH_ACTION = "drop"`` (the default) a near-duplicate raises
+    :exc:`~scrapy_simhash.NearDuplicatePage`, an :exc:`~scrapy.exceptions.IgnoreRequest`:
+    the callback is not called and the page's links are not followed. That is
+    usually right: a page that repeats another one links to what the original
+    links to, and following a duplicate is how crawlers fall into session-id and
+    mirror traps. An errback sees it with ``failure.check(NearDuplicatePage)``.
+    With ``SIMHASH_ACTION = "mark"`` the response goes on to the callback with the
+    match in ``response.meta["simhash"]`` and the spider decides.
+
+    Set ``request.meta["dont_simhash"] = True`` to leave one request alone.
+    The first near-duplicate is logged at DEBUG::
+
+        DEBUG: Near-duplicate page http://host/b.html of http://host/a.html (distance 2)
+        - no more near-duplicates will be shown (see SIMHASH_DEBUG to show all)
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.config = SimhashSettings.from_settings(crawler.settings)
+        if not self.config.enabled:
+            raise NotConfigured
+        self._checker = NearDuplicateChecker(crawler, self.config, kind="page", stats_prefix="simhash")
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    async def process_response(self, request: Request, response: Response) -> Response:
+        if request.meta.get("dont_simhash"):
+            return response
+        fingerprint = self._fingerprint(request, response)
+        if fingerprint is None:
+            return response
+        match = await self._check(fingerprint, response)
+        request.meta[META_KEY] = page_meta(fingerprint, match)
+        if match is not None and self.config.action == "drop":
+            raise NearDuplicatePage(response.url, fingerprint, match.key, match.distance)
+        return response
+
+    def _fingerprint(self, request: Request, response: Response) -> int | None:
+        """The page's fingerprint, or ``None`` (counted as skipped, with the reason)."""
+        reason = self._skip_reason(request, response)
+        if reason is not None:
+            self._checker.count(f"skipped/{reason}")
+            return None
+        # response.text is decoded once and cached: the callback's selectors reuse it.
+        return self._checker.fingerprint_html(response.text, response.url)
+
+    def _skip_reason(self, request: Request, response: Response) -> str | None:
+        if response.status not in self.config.http_statuses:
+            return "status"
+        if request.meta.get("dont_obey_robotstxt") or urlparse_cached(response).path == "/robots.txt":
+            return "robots_txt"
+        if not isinstance(response, HtmlResponse):
+            return "not_html"
+        return None
+
+    async def _check(self, fingerprint: int, response: Response) -> Match | None:
+        host = urlparse_cached(response).hostname or ""
+        try:
+            return await self._checker.check(fingerprint, response.url, host)
+        except IndexUnavailableError as exc:
+            raise IgnoreRequest(f"Simhash index unavailable (SIMHASH_ON_INDEX_ERROR='fail'): {exc}") from exc
+
+
+def page_meta(fingerprint: int, match: Match | None) -> dict[str, Any]:
+    """The ``meta["simhash"]`` value: the fingerprint and what it duplicates, if anything."""
+    return {
+        "fingerprint": to_hex(fingerprint),
+        "duplicate_of": match.key if match else None,
+        "distance": match.distance if match else None,
+    }

@@ -1,0 +1,123 @@
+"""The item pipeline that drops near-duplicate items."""
+
+from __future__ import annotations
+
+import html
+import itertools
+import re
+from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import urlsplit
+
+from itemadapter import ItemAdapter
+from scrapy.exceptions import DropItem, NotConfigured
+
+from ._glue import NearDuplicateChecker
+from .config import SimhashSettings
+from .core.fingerprint import from_hex
+from .exceptions import NearDuplicateItem
+from .index import IndexUnavailableError
+from .middlewares import META_KEY
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from scrapy.crawler import Crawler
+
+# A field value is treated as HTML when it starts with a tag (or a comment/doctype).
+_LOOKS_LIKE_HTML = re.compile(r"^\s*<[!/a-zA-Z]")
+
+
+class SimhashPipeline:
+    """Drop items whose text nearly duplicates an earlier item's.
+
+    An item is judged, in this order, by:
+
+    1. its ``simhash`` field, when the spider copied ``response.meta["simhash"]``
+       into it (``item["simhash"] = response.meta["simhash"]``; declare
+       ``simhash = scrapy.Field()`` on Item classes): an item of a page the
+       middleware marked as a near-duplicate (``SIMHASH_ACTION = "mark"``) is
+       dropped; otherwise the page's fingerprint is reused, not computed again
+       (so copy it only into the one item that stands for its page);
+    2. the fields named in ``SIMHASH_ITEM_FIELDS`` (strings or lists of strings),
+       joined; when one of them starts with a tag they are read as one HTML
+       document (main text extracted), otherwise as plain text.
+
+    Items with neither pass untouched (``simhash/items/skipped/no_fields``).
+    Items are checked in their own index namespace, under their ``url`` field
+    (or ``item-<n>``). A drop raises :exc:`~scrapy_simhash.NearDuplicateItem`, a
+    :exc:`~scrapy.exceptions.DropItem` logged at DEBUG. Stats: ``simhash/items/...``.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.config = SimhashSettings.from_settings(crawler.settings)
+        if not self.config.enabled:
+            raise NotConfigured
+        self._checker = NearDuplicateChecker(crawler, self.config, kind="item", stats_prefix="simhash/items")
+        self._item_numbers = itertools.count(1)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    async def process_item(self, item: Any) -> Any:
+        adapter = ItemAdapter(item)
+        key = self._key(adapter)
+        page = carried_page(adapter.get(META_KEY))
+        if page is not None and page.duplicate_of is not None:
+            self._checker.count("dropped")
+            raise NearDuplicateItem(key, page.fingerprint, page.duplicate_of, page.distance or 0)
+        fingerprint = page.fingerprint if page is not None else self._fingerprint(adapter, key)
+        if fingerprint is None:
+            return item
+        try:
+            match = await self._checker.check(fingerprint, key, urlsplit(key).hostname or "")
+        except IndexUnavailableError as exc:
+            raise DropItem(f"Simhash index unavailable (SIMHASH_ON_INDEX_ERROR='fail'): {exc}") from exc
+        if match is not None:
+            raise NearDuplicateItem(key, fingerprint, match.key, match.distance)
+        return item
+
+    def _fingerprint(self, adapter: ItemAdapter, key: str) -> int | None:
+        """The fingerprint of the item's SIMHASH_ITEM_FIELDS."""
+        values = self._field_values(adapter)
+        if not values:
+            self._checker.count("skipped/no_fields")
+            return None
+        if not any(_LOOKS_LIKE_HTML.match(value) for value in values):
+            return self._checker.fingerprint_text("\n".join(values))
+        # Some fields are HTML: read them all as one document, plain text as paragraphs.
+        document = "\n".join(
+            value if _LOOKS_LIKE_HTML.match(value) else f"<p>{html.escape(value)}</p>" for value in values
+        )
+        return self._checker.fingerprint_html(document, key if "://" in key else None)
+
+    def _field_values(self, adapter: ItemAdapter) -> list[str]:
+        values: list[str] = []
+        for name in self.config.item_fields:
+            value = adapter.get(name)
+            if isinstance(value, str):
+                values.append(value)
+            elif isinstance(value, (list, tuple)):
+                values.extend(part for part in value if isinstance(part, str))
+        return [value for value in values if value.strip()]
+
+    def _key(self, adapter: ItemAdapter) -> str:
+        url = adapter.get("url")
+        return url if isinstance(url, str) and url else f"item-{next(self._item_numbers)}"
+
+
+class CarriedPage(NamedTuple):
+    fingerprint: int
+    duplicate_of: str | None
+    distance: int | None
+
+
+def carried_page(value: Any) -> CarriedPage | None:
+    """What an item carries from ``response.meta["simhash"]``, or ``None`` if nothing valid."""
+    if not isinstance(value, dict):
+        return None
+    try:
+        fingerprint = from_hex(value["fingerprint"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return CarriedPage(fingerprint, value.get("duplicate_of"), value.get("distance"))

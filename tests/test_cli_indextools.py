@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from redis_server import redis_url, shared_redis_server  # noqa: F401  (fixtures)
+
+from scrapy_simhash.cli import main
+from scrapy_simhash.core.fingerprint import to_hex
+from scrapy_simhash.index import open_index
+
+
+def stored_pairs(count: int = 300) -> list[tuple[int, str]]:
+    rng = random.Random(3)
+    pairs = []
+    for i in range(count):
+        fingerprint = rng.getrandbits(64)
+        pairs.append((fingerprint, f"https://site/{i}"))
+        if i % 10 == 0:  # a near-duplicate two bits away
+            pairs.append((fingerprint ^ 0b11, f"https://site/{i}/copy"))
+    return pairs
+
+
+@pytest.fixture
+def disk_store(tmp_path: Path) -> Path:
+    path = tmp_path / "store"
+    with open_index(path, namespace="books") as index:
+        index.add_many(stored_pairs())
+    return path
+
+
+def test_inspect_reports_size_design_buckets_and_distances(disk_store: Path, capsys) -> None:
+    assert main(["inspect", str(disk_store), "--namespace", "books", "--json", "--sample", "100000"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    pairs = stored_pairs()
+    copies = sum(key.endswith("/copy") for _, key in pairs)
+    assert report["size"] == len(pairs) and report["backend"] == "disk"
+    assert report["design"]["tables"] == 4
+    assert report["buckets"]["rows"] == len(pairs)
+    # each copy and its original are each other's nearest neighbour, 2 bits apart
+    assert report["nearest_neighbour_distances"] == {"2": 2 * copies, "none": len(pairs) - 2 * copies}
+
+
+def test_export_then_import_moves_a_disk_store_into_redis(disk_store: Path, redis_url: str, tmp_path: Path) -> None:
+    exported = tmp_path / "out.jsonl.gz"
+    assert main(["export", str(disk_store), str(exported), "--namespace", "books"]) == 0
+    assert main(["import", str(exported), redis_url, "--namespace", "books"]) == 0
+    with open_index(redis_url, namespace="books") as index:
+        assert sorted(index.items()) == sorted(stored_pairs())
+    assert main(["inspect", redis_url, "--namespace", "books"]) == 0
+
+
+def test_import_skips_bad_lines_and_near_duplicates(tmp_path: Path, capsys) -> None:
+    lines = [
+        json.dumps({"fingerprint": to_hex(0xF0), "key": "a"}),
+        "not json",
+        json.dumps({"fingerprint": "xyz", "key": "b"}),
+        json.dumps({"fingerprint": to_hex(0xF1), "key": "near a"}),
+        json.dumps({"fingerprint": to_hex(2**64 - 1), "key": "c"}),
+    ]
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    assert main(["import", str(source), str(tmp_path / "store"), "--skip-near-duplicates"]) == 0
+    err = capsys.readouterr().err
+    assert "in.jsonl:2" in err and "in.jsonl:3" in err and "skipped 1 near-duplicates" in err
+    with open_index(tmp_path / "store") as index:
+        assert sorted(index.items()) == [(0xF0, "a"), (2**64 - 1, "c")]

@@ -1,0 +1,100 @@
+"""Many workers, one Redis index: each near-duplicate cluster is kept exactly once."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("redis")
+
+from conftest import EXAMPLE_PROJECT, RecordingSpider, crawl  # noqa: E402
+from redis_server import redis_url, shared_redis_server  # noqa: E402,F401  (fixtures)
+
+from scrapy_simhash.index import Match  # noqa: E402
+from scrapy_simhash.index.redis import RedisIndex  # noqa: E402
+
+WORKERS = 4
+CLUSTERS = 150
+VARIANTS = 6
+
+# Waits for the go file, then offers every variant in its own order; prints what it kept.
+_WORKER = """
+import json, os, random, sys, time
+from scrapy_simhash.index.redis import RedisIndex
+url, go, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
+variants = json.loads(sys.stdin.read())
+random.Random(seed).shuffle(variants)
+index = RedisIndex(url, expected_size=10000, namespace="crowd")
+while not os.path.exists(go):
+    time.sleep(0.01)
+kept = [key for fingerprint, key in variants if index.add_if_new(fingerprint, key) is None]
+print(json.dumps(kept))
+"""
+
+
+def near_duplicate_clusters(seed: int = 0) -> list[tuple[int, str]]:
+    """CLUSTERS random centres, VARIANTS each one bit off (pairwise distance <= 2)."""
+    rng = random.Random(seed)
+    variants = []
+    for cluster in range(CLUSTERS):
+        centre = rng.getrandbits(64)
+        bits = rng.sample(range(64), VARIANTS)
+        variants += [(centre ^ (1 << bit), f"c{cluster}/v{i}") for i, bit in enumerate(bits)]
+    return variants
+
+
+def test_workers_racing_on_the_same_clusters_keep_one_each(redis_url: str, tmp_path: Path) -> None:
+    variants = near_duplicate_clusters()
+    RedisIndex(redis_url, expected_size=10000, namespace="crowd").close()  # one design for all
+    go = tmp_path / "go"
+    workers = [
+        subprocess.Popen([sys.executable, "-c", _WORKER, redis_url, str(go), str(seed)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        for seed in range(WORKERS)
+    ]
+    for worker in workers:
+        assert worker.stdin is not None
+        worker.stdin.write(json.dumps(variants))
+        worker.stdin.close()
+    go.touch()
+    kept = [key for worker in workers for key in json.loads(_output_of(worker))]
+    clusters = [key.split("/")[0] for key in kept]
+    assert sorted(clusters) == sorted(f"c{cluster}" for cluster in range(CLUSTERS))
+    with RedisIndex(redis_url, namespace="crowd") as index:
+        assert sorted(key for _, key in index.items()) == sorted(kept)
+
+
+def _output_of(worker: subprocess.Popen[str]) -> str:
+    assert worker.stdout is not None
+    output = worker.stdout.read()
+    assert worker.wait() == 0
+    return output
+
+
+CRAWLERS = 4
+_KEPT_STAT = re.compile(r"'simhash/kept': (\d+)")
+
+
+def test_crawlers_sharing_redis_keep_each_page_once(redis_url: str, demo_url: str) -> None:
+    """4 real ``scrapy crawl`` processes on the same site at once, one Redis index."""
+    alone = crawl(RecordingSpider, start_url=demo_url).stats.get_value("simhash/kept")
+    command = [sys.executable, "-m", "scrapy", "crawl", "demo", "-a", f"start_url={demo_url}",
+               "-s", f"SIMHASH_INDEX={redis_url}", "-s", "LOG_LEVEL=INFO"]
+    crawlers = [subprocess.Popen(command, cwd=EXAMPLE_PROJECT, stderr=subprocess.PIPE, text=True)
+                for _ in range(CRAWLERS)]
+    logs = [crawler.communicate(timeout=300)[1] for crawler in crawlers]
+    assert all(crawler.returncode == 0 for crawler in crawlers), logs[0][-2000:]
+    assert all("Dumping Scrapy stats" in log for log in logs)
+    # a crawl that kept nothing (the others were always first) has no such stat
+    kept_per_crawl = [int(found.group(1)) if (found := _KEPT_STAT.search(log)) else 0 for log in logs]
+    with RedisIndex(redis_url) as index:
+        stored = list(index.items())
+        # every stored page is its own only match: no near-duplicate cluster kept twice
+        assert all(index.query(fingerprint) == [Match(key, fingerprint, 0)] for fingerprint, key in stored)
+    assert sum(kept_per_crawl) == len(stored) == alone

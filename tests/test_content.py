@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+from scrapy_simhash.core import content, text
+
+ARTICLE = " ".join(f"sentence {n} of the article body, with words that matter." for n in range(40))
+
+
+def _extract(html: str) -> str:
+    return "\n".join(content.extract_main_blocks(text.parse_html(html)))
+
+
+def test_semantic_boilerplate_is_removed_and_content_kept() -> None:
+    html = (
+        "<body><header><h2>Site name</h2></header><nav><a href='/'>Home</a> <a href='/x'>Docs</a></nav>"
+        f"<main><h1>Title</h1><p>{ARTICLE}</p></main>"
+        "<aside>Popular: <a href='/p'>a post</a></aside><footer>Copyright 2024 footer text</footer></body>"
+    )
+    extracted = _extract(html)
+    assert "sentence 39 of the article body" in extracted
+    for boilerplate in ("Site name", "Home", "Popular", "Copyright"):
+        assert boilerplate not in extracted
+
+
+def test_boilerplate_named_by_class_is_removed() -> None:
+    html = (
+        f"<body><div id='wrap'><div class='post-body'><p>{ARTICLE}</p></div>"
+        "<div class='comment-section'><p>First! great post, thanks for writing it down here</p></div>"
+        "<div class='share-bar'>Share on social</div><div class='ad-banner'>Buy now, best prices</div>"
+        "<div class='visit-counter'>Views: 1,234 | Online: 12</div></div></body>"
+    )
+    extracted = _extract(html)
+    assert "sentence 0 of the article body" in extracted
+    for boilerplate in ("First!", "Share on", "Buy now", "Views"):
+        assert boilerplate not in extracted
+
+
+def test_link_lists_are_left_out_of_prose_pages() -> None:
+    links = "".join(f"<li><a href='/{n}'>related page number {n}</a></li>" for n in range(20))
+    html = f"<body><div><p>{ARTICLE}</p><ul>{links}</ul></div></body>"
+    extracted = _extract(html)
+    assert "sentence 5" in extracted and "related page number" not in extracted
+
+
+def test_a_table_of_contents_keeps_its_links() -> None:
+    links = "".join(f"<li><a href='/{n}'>chapter {n} of the guide</a></li>" for n in range(30))
+    extracted = _extract(f"<body><h1>Contents</h1><ul>{links}</ul></body>")
+    assert "chapter 29 of the guide" in extracted
+
+
+def test_short_article_beside_a_long_sidebar() -> None:
+    sidebar = "About this site: " + "a long description of the site that is on every page. " * 3
+    html = (
+        "<body><div class='wrap'><div class='left'><h1>Short story</h1>"
+        "<div><p>The short article text that is the real content of this page.</p></div></div>"
+        f"<div class='right'><p>{sidebar}</p></div></div></body>"
+    )
+    extracted = _extract(html)
+    assert "real content" in extracted and "About this site" not in extracted
+
+
+def test_biggest_section_wins_but_title_stays() -> None:
+    section = "<section><h2>Bugfixes</h2><p>" + ARTICLE + "</p></section>"
+    html = f"<body><div><h1>Release 1.2.3</h1><p>Short intro.</p>{section}</div></body>"
+    extracted = _extract(html)
+    assert "Release 1.2.3" in extracted and "sentence 3" in extracted
+
+
+def test_page_without_body_or_text() -> None:
+    assert content.extract_main_blocks(text.parse_html("<html><p>only</p></html>")) == ["only"]
+    assert content.extract_main_blocks(text.parse_html("<html><body><img src=x></body></html>")) == []

@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scrapy_simhash import evaluation
+from scrapy_simhash.cli import main
+from scrapy_simhash.core.fingerprinter import Fingerprinter
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev"
+needs_corpus = pytest.mark.skipif(not (CORPUS / "pages.jsonl.gz").exists(), reason="no dev corpus")
+#: The distance the defaults were tuned for (see the README, "Choosing k").
+TUNED_K = 7
+
+LABELS = evaluation.Labels.from_records(
+    [
+        {"id_a": "a", "id_b": "b", "label": "dup", "kind": "edit"},
+        {"id_a": "c", "id_b": "a", "label": "dup", "kind": "copy"},
+        {"id_a": "a", "id_b": "d", "label": "ambiguous", "kind": "edit"},
+        {"id_a": "b", "id_b": "d", "label": "distinct", "kind": "sibling"},
+    ]
+)
+LANGUAGES = {page: "en" for page in "abcde"}
+
+
+def test_pairwise_scores_count_unlisted_pairs_as_distinct() -> None:
+    fingerprints = {"a": 0b0000, "b": 0b0001, "c": 0b1111_0000, "d": 0b0011, "e": 0b0111}
+    close = evaluation.close_pairs(fingerprints, LANGUAGES, 2)
+    assert close[("a", "b")] == 1 and ("a", "c") not in close
+    report = evaluation.score_pairs(close, LABELS, LANGUAGES, 2)
+    # a-b dup found; a-c dup missed; a-d ambiguous ignored; b-d distinct, b-e and d-e unlisted found
+    assert (report.overall.true_positives, report.overall.false_negatives) == (1, 1)
+    assert report.overall.false_positives == 3
+    assert report.by_kind["unlisted"].false_positives == 2
+    assert report.overall.precision == pytest.approx(1 / 4) and report.overall.recall == 0.5
+
+
+def test_languages_are_scored_apart() -> None:
+    languages = {"a": "en", "b": "zh"}
+    assert evaluation.close_pairs({"a": 5, "b": 5}, languages, 3) == {}
+
+
+def test_crawl_order_score() -> None:
+    order = ["a", "b", "c", "d", "e"]
+    matched = {"b": "a", "c": "b", "e": "d"}  # c named b (not a labelled dup): wrong, and should drop
+    report = evaluation.score_crawl(order, matched, LABELS, LANGUAGES)
+    assert report.overall.true_positives == 1  # b -> a
+    assert report.overall.false_positives == 2  # c -> b, e -> d
+    assert report.overall.false_negatives == 1  # c had a earlier
+
+
+def test_histogram_and_f1() -> None:
+    histogram = evaluation.distance_histogram({("a", "b"): 1, ("b", "d"): 3, ("a", "d"): 0}, LABELS)
+    assert histogram["dup"][1] == 1 and histogram["distinct"][3] == 1 and histogram["distinct"][0] == 0
+    assert evaluation.Score(3, 1, 1).f1 == pytest.approx(0.75)
+    assert evaluation.Score().precision == evaluation.Score().recall == 1.0
+
+
+def _read(name: str) -> list[dict[str, Any]]:
+    with gzip.open(CORPUS / name, "rt", encoding="utf-8") as stream:
+        return [json.loads(line) for line in stream]
+
+
+def _score_sample(pages: list[dict[str, Any]]) -> tuple[evaluation.Report, evaluation.Report]:
+    ids = {page["id"] for page in pages}
+    labels = evaluation.Labels.from_records(
+        pair for pair in _read("pairs.jsonl.gz") if pair["id_a"] in ids and pair["id_b"] in ids
+    )
+    fingerprinter, fingerprints = Fingerprinter(), {}
+    languages = {page["id"]: page["lang"] for page in pages}
+    for page in pages:
+        result = fingerprinter.from_html(page["html"], url=page["url"])
+        if result.fingerprint is not None:
+            fingerprints[page["id"]] = result.fingerprint
+    close = evaluation.close_pairs(fingerprints, languages, TUNED_K)
+    pairwise = evaluation.score_pairs(close, labels, languages, TUNED_K)
+    order = [page["id"] for page in pages]
+    matched = evaluation.crawl_matches(fingerprints, order, TUNED_K)
+    crawl = evaluation.score_crawl(order, matched, labels, languages)
+    return pairwise, crawl
+
+
+@needs_corpus
+def test_quality_on_a_sample_of_the_dev_corpus() -> None:
+    """The first 400 pages of the crawl, scored on the pairs among them (measured, less a margin)."""
+    pairwise, crawl = _score_sample(_read("pages.jsonl.gz")[:400])
+    for language in ("en", "zh"):
+        assert pairwise.by_language[language].precision >= 0.97
+        assert pairwise.by_language[language].recall >= 0.85
+        assert crawl.by_language[language].precision >= 0.97
+        assert crawl.by_language[language].recall >= 0.88
+
+
+@needs_corpus
+@pytest.mark.slow
+def test_quality_on_the_whole_dev_corpus() -> None:
+    pairwise, crawl = _score_sample(_read("pages.jsonl.gz"))
+    for language in ("en", "zh"):
+        assert pairwise.by_language[language].precision >= 0.99
+        assert pairwise.by_language[language].recall >= 0.92
+        assert crawl.by_language[language].precision >= 0.99
+        assert crawl.by_language[language].recall >= 0.94
+
+
+def test_evaluate_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    body = "<html><body><article><h1>{}</h1><p>{}</p></article></body></html>"
+    text = " ".join(f"word{n} and more words in sentence {n}." for n in range(60))
+    pages = [
+        {"id": "p1", "url": "http://example.com/1", "lang": "en", "html": body.format("One", text)},
+        {"id": "p2", "url": "http://example.com/2", "lang": "en", "html": body.format("One", text + " extra")},
+        {"id": "p3", "url": "http://example.com/3", "lang": "en", "html": "<p>too short</p>"},
+    ]
+    pairs = [{"id_a": "p1", "id_b": "p2", "label": "dup", "kind": "edit", "lang": "en"}]
+    pages_path, pairs_path = tmp_path / "pages.jsonl.gz", tmp_path / "pairs.jsonl"
+    with gzip.open(pages_path, "wt", encoding="utf-8") as stream:
+        stream.writelines(json.dumps(page) + "\n" for page in pages)
+    pairs_path.write_text("".join(json.dumps(pair) + "\n" for pair in pairs), encoding="utf-8")
+    assert main(["evaluate", "--pages", str(pages_path), "--pairs", str(pairs_path), "-k", "3,5"]) == 0
+    out, err = capsys.readouterr()
+    assert "pairwise, k=5" in out and "crawl order, k=3" in out and "Hamming distance" in out
+    assert "1 too_short" in err
+
+
+def test_evaluate_rejects_bad_k(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--pages", "x", "--pairs", "y", "-k", "3,nine"])

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import pytest
+
+from scrapy_simhash.core.fingerprint import hamming_distance
+from scrapy_simhash.core.fingerprinter import Fingerprinter, FingerprintOptions, FingerprintResult
+
+ARTICLE = " ".join(f"Paragraph {n} explains how the widget number {n} is configured." for n in range(30))
+PAGE = (
+    "<html><head><title>Widgets</title></head><body>"
+    "<nav><a href='/'>Home</a> <a href='/docs'>Docs</a> <a href='/blog'>Blog</a></nav>"
+    "<div class='content'><h1>Configuring widgets</h1><p>{article}</p></div>"
+    "{extra}<footer>Copyright Example Inc.</footer></body></html>"
+)
+
+
+def _page(article: str = ARTICLE, extra: str = "") -> str:
+    return PAGE.format(article=article, extra=extra)
+
+
+def test_boilerplate_changes_do_not_move_the_fingerprint() -> None:
+    fingerprinter = Fingerprinter()
+    plain = fingerprinter.from_html(_page())
+    noisy = fingerprinter.from_html(
+        _page(extra="<div class='comments'><p>Nice article, thanks a lot for it!</p></div>"
+              "<div class='ad-banner'>Buy widgets now at the best price</div>"
+              "<div class='visit-counter'>Views: 1,234</div>")
+    )
+    assert plain.fingerprint is not None and plain.fingerprint == noisy.fingerprint
+
+
+def test_a_small_edit_stays_near_and_another_page_is_far() -> None:
+    fingerprinter = Fingerprinter()
+    original = fingerprinter.from_html(_page()).fingerprint
+    edited = fingerprinter.from_html(_page(ARTICLE.replace("Paragraph 7 ", "Section 7 "))).fingerprint
+    other = fingerprinter.from_html(_page(" ".join(f"Unrelated text {n} about cooking pasta." for n in range(40))))
+    assert original is not None and edited is not None and other.fingerprint is not None
+    assert hamming_distance(original, edited) <= 7 < hamming_distance(original, other.fingerprint)
+
+
+@pytest.mark.parametrize(
+    ("html", "reason"),
+    [(b"", "empty"), (b"\x89PNG\r\n\x1a\n\x00", "binary"), (b"plain text", "not_html"),
+     ("<p>too short</p>", "too_short"), ("<html><body><img src=x></body></html>", "empty")],
+)
+def test_skips(html: bytes | str, reason: str) -> None:
+    result = Fingerprinter().from_html(html)
+    assert result.skipped and result.skip_reason == reason
+
+
+def test_from_text() -> None:
+    result = Fingerprinter().from_text(ARTICLE)
+    assert result.fingerprint is not None and result.tokens > 100
+
+
+def test_template_blocks_are_learned_per_site() -> None:
+    fingerprinter = Fingerprinter()
+    chrome = "<div class='box'><p>About us: a site about widgets and gadgets and everything else.</p></div>"
+    results: list[FingerprintResult] = []
+    for n in "abcdefgh":
+        article = " ".join(f"Story {n} sentence {m} with words w{n}x{m}." for m in range(20))
+        html = f"<html><body><div><h1>Story {n}{n}</h1><p>{article}</p><p>{article}</p>{chrome}</div></body></html>"
+        results.append(fingerprinter.from_html(html, url=f"https://site.example/story/{n}"))
+    assert results[0].template_blocks == 0 and results[-1].template_blocks == 1
+
+
+def test_a_custom_extractor_can_be_plugged() -> None:
+    fingerprinter = Fingerprinter(extractor=lambda root: ["the same text " * 20])
+    assert fingerprinter.from_html(_page()).fingerprint == fingerprinter.from_html("<p>other</p>").fingerprint
+
+
+@pytest.mark.parametrize(
+    "options", [{"shingle_size": 0}, {"min_tokens": 0}, {"segmenter": "nope"}, {"weighting": "idf"}]
+)
+def test_bad_options_fail_fast(options: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        FingerprintOptions(**options)  # type: ignore[arg-type]
+
+
+def test_signature_names_what_changes_fingerprints() -> None:
+    default = FingerprintOptions()
+    assert default.signature() == FingerprintOptions(segmenter="char").signature()
+    assert FingerprintOptions(segmenter="jieba").signature() == FingerprintOptions(segmenter="rjieba").signature()
+    assert default.signature() != FingerprintOptions(shingle_size=3).signature()
+    assert "secret" not in FingerprintOptions(hash_key=b"secret").signature()

@@ -1,0 +1,210 @@
+"""The contract of :class:`SimhashIndex`, run over every backend.
+
+To cover a new backend, append ``(name, factory)`` to ``BACKEND_FACTORIES``: the
+factory takes ``(tmp_path, max_distance)`` and returns a fresh, empty index (it may
+call ``pytest.skip`` when the backend cannot run here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from scrapy_simhash.index.base import Match, SimhashIndex
+from scrapy_simhash.index.brute import BruteForceIndex
+from scrapy_simhash.index.memory import MemoryIndex
+from scrapy_simhash.index.disk import DiskIndex
+from redis_server import redis_index
+
+IndexFactory = Callable[[Path, int], SimhashIndex]
+
+BACKEND_FACTORIES: list[tuple[str, IndexFactory]] = [
+    ("brute", lambda tmp_path, k: BruteForceIndex(k)),
+    ("memory", lambda tmp_path, k: MemoryIndex(k, expected_size=1000)),
+    ("disk", lambda tmp_path, k: DiskIndex(tmp_path, k)),
+    ("redis", lambda tmp_path, k: redis_index(k)),
+    ("redis-ttl", lambda tmp_path, k: redis_index(k, ttl=3600)),
+]
+
+BASE = 0xF0F0_1234_5678_9ABC
+
+
+def flip(fingerprint: int, *bits: int) -> int:
+    for bit in bits:
+        fingerprint ^= 1 << bit
+    return fingerprint
+
+
+@pytest.fixture(params=BACKEND_FACTORIES, ids=[name for name, _ in BACKEND_FACTORIES])
+def index_factory(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Callable[[int], SimhashIndex]]:
+    _, factory = request.param
+    opened: list[SimhashIndex] = []
+
+    def make(max_distance: int = 3) -> SimhashIndex:
+        index = factory(tmp_path / f"index{len(opened)}", max_distance)
+        opened.append(index)
+        return index
+
+    yield make
+    for index in opened:
+        index.close()
+
+
+@pytest.fixture
+def index(index_factory: Callable[[int], SimhashIndex]) -> SimhashIndex:
+    return index_factory(3)
+
+
+def test_add_if_new_stores_then_reports_the_stored_key(index: SimhashIndex) -> None:
+    assert index.add_if_new(BASE, "https://a.example/") is None
+    near = flip(BASE, 1, 40)
+    assert index.add_if_new(near, "https://b.example/") == Match("https://a.example/", BASE, 2)
+    assert len(index) == 1  # the near-duplicate was not stored
+
+
+def test_add_if_new_returns_the_nearest_match(index: SimhashIndex) -> None:
+    index.add(flip(BASE, 1, 2, 3), "far")
+    index.add(flip(BASE, 5), "near")
+    assert index.add_if_new(BASE, "new") == Match("near", flip(BASE, 5), 1)
+
+
+def test_query_lists_matches_nearest_first(index: SimhashIndex) -> None:
+    entries = {
+        "d3": flip(BASE, 0, 20, 63),
+        "d0": BASE,
+        "d2": flip(BASE, 7, 50),
+        "d1": flip(BASE, 33),
+    }
+    for key, fingerprint in entries.items():
+        index.add(fingerprint, key)
+    assert [(m.key, m.distance) for m in index.query(BASE)] == [
+        ("d0", 0),
+        ("d1", 1),
+        ("d2", 2),
+        ("d3", 3),
+    ]
+
+
+@pytest.mark.parametrize("k", [0, 1, 3, 5])
+def test_distance_k_is_found_and_k_plus_1_is_not(
+    index_factory: Callable[[int], SimhashIndex], k: int
+) -> None:
+    index = index_factory(k)
+    # spread the flipped bits over the whole word, so they fall in different blocks
+    within, beyond = flip(BASE, *range(0, 64, 64 // (k + 1))[:k]), flip(
+        BASE, *range(1, 64, 64 // (k + 2))[: k + 1]
+    )
+    index.add(within, "within")
+    index.add(beyond, "beyond")
+    assert [(m.key, m.distance) for m in index.query(BASE)] == [("within", k)]
+
+
+def test_identical_fingerprints_are_distance_0(index: SimhashIndex) -> None:
+    index.add(BASE, "first")
+    index.add(BASE, "second")
+    assert index.query(BASE) == [Match("first", BASE, 0), Match("second", BASE, 0)]
+    assert index.add_if_new(BASE, "third") == Match("first", BASE, 0)
+
+
+def test_extreme_fingerprints(index: SimhashIndex) -> None:
+    index.add(0, "zero")
+    index.add(2**64 - 1, "ones")
+    assert index.query(1) == [Match("zero", 0, 1)]
+    assert index.query(2**64 - 2) == [Match("ones", 2**64 - 1, 1)]
+
+
+def test_len_and_items(index: SimhashIndex) -> None:
+    entries = [(flip(BASE, i), f"k{i}") for i in range(0, 60, 6)] + [(7, "seven")]
+    for fingerprint, key in entries:
+        index.add(fingerprint, key)
+    assert len(index) == len(entries)
+    assert sorted(index.items()) == sorted(entries)
+
+
+def test_remove_by_fingerprint_and_by_key(index: SimhashIndex) -> None:
+    index.add(BASE, "a")
+    index.add(BASE, "b")
+    index.add(flip(BASE, 9), "c")
+    assert index.remove(BASE, "b") == 1
+    assert index.remove(BASE, "missing") == 0
+    assert [m.key for m in index.query(BASE)] == ["a", "c"]
+    assert index.remove(BASE) == 1
+    assert index.remove(BASE) == 0
+    assert sorted(index.items()) == [(flip(BASE, 9), "c")]
+    assert len(index) == 1
+
+
+def test_add_many_and_query_many(index: SimhashIndex) -> None:
+    index.add_many((flip(BASE, i), f"k{i}") for i in range(64))
+    queries = [BASE, flip(BASE, 10), 12345]
+    assert len(index) == 64
+    assert index.query_many(queries) == [index.query(q) for q in queries]
+    assert index.query_many([]) == []
+    assert len(index.query_many([BASE])[0]) == 64
+
+
+def test_nearest_and_describe(index: SimhashIndex) -> None:
+    assert index.nearest(BASE) is None
+    index.add(flip(BASE, 3), "x")
+    assert index.nearest(BASE) == Match("x", flip(BASE, 3), 1)
+    described = index.describe()
+    assert (described["size"], described["max_distance"]) == (1, 3)
+    assert described["backend"] == index.backend_name
+
+
+@pytest.mark.parametrize(
+    ("bad", "error"),
+    [
+        (-1, ValueError),
+        (2**64, ValueError),
+        ("00ff", TypeError),
+        (1.0, TypeError),
+        (True, TypeError),
+        (None, TypeError),
+    ],
+)
+def test_bad_fingerprints_are_refused_and_store_nothing(
+    index: SimhashIndex, bad: object, error: type[Exception]
+) -> None:
+    for call in (index.add_if_new, index.add):
+        with pytest.raises(error):
+            call(bad, "key")  # type: ignore[arg-type]
+    with pytest.raises(error):
+        index.query(bad)  # type: ignore[arg-type]
+    with pytest.raises(error):
+        index.remove(bad)  # type: ignore[arg-type]
+    with pytest.raises(error):
+        index.query_many([BASE, bad])  # type: ignore[list-item]
+    assert len(index) == 0
+
+
+def test_context_manager_closes(index_factory: Callable[[int], SimhashIndex]) -> None:
+    with index_factory(3) as index:
+        index.add(BASE, "kept")
+        assert len(index) == 1
+    index.close()  # closing twice is harmless
+
+
+@pytest.mark.parametrize("bad_key", [b"https://a.example/", 42, None])
+def test_keys_must_be_strings(index: SimhashIndex, bad_key: object) -> None:
+    with pytest.raises(TypeError):
+        index.add(BASE, bad_key)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        index.add_if_new(BASE, bad_key)  # type: ignore[arg-type]
+    assert len(index) == 0
+
+
+def test_wildcard_bits_may_differ_freely(index: SimhashIndex) -> None:
+    index.add(BASE, "stored")
+    query = flip(BASE, 1, 2, 3, 10, 20, 30)  # 6 bits away: beyond k = 3 ...
+    assert index.query(query) == []
+    # ... but within 3 once three of the differing bits are wildcards
+    wildcard = (1 << 10) | (1 << 20) | (1 << 30) | (1 << 63)
+    assert index.query(query, wildcard) == [Match("stored", BASE, 6)]
+    assert index.add_if_new(query, "again", wildcard) == Match("stored", BASE, 6)
+    assert index.query(query, wildcard=(1 << 10) | (1 << 20)) == []
+    assert len(index) == 1

@@ -1,0 +1,199 @@
+from __future__ import annotations
+
+import os
+import random
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_simhash.index import DiskIndex, IndexFormatError, open_index
+from scrapy_simhash.index import _logfile as lf
+from scrapy_simhash.index.brute import BruteForceIndex
+
+LOG = "fingerprints.log"
+
+
+def random_entries(count: int, seed: int = 0) -> list[tuple[int, str]]:
+    rng = random.Random(seed)
+    return [(rng.getrandbits(64), f"https://example.com/{i}/{rng.random()}") for i in range(count)]
+
+
+def filled(path: Path, count: int = 50, **kwargs: object) -> list[tuple[int, str]]:
+    entries = random_entries(count)
+    with DiskIndex(path, **kwargs) as index:  # type: ignore[arg-type]
+        for fingerprint, key in entries:
+            assert index.add_if_new(fingerprint, key) is None
+    return entries
+
+
+def test_open_index_routes_paths_to_disk(tmp_path: Path) -> None:
+    with open_index(tmp_path / "store") as index:
+        assert index.backend_name == "disk"
+
+
+def test_reopen_keeps_every_entry(tmp_path: Path) -> None:
+    entries = filled(tmp_path, 200)
+    with DiskIndex(tmp_path) as index:
+        assert sorted(index.items()) == sorted(entries)
+        fingerprint, key = entries[7]
+        match = index.add_if_new(fingerprint ^ 0b101, "near")
+        assert match is not None and (match.key, match.distance) == (key, 2)
+
+
+def test_bulk_adds_and_unicode_keys_survive_reopen(tmp_path: Path) -> None:
+    entries = [(fp, f"{key}/é/中文/\udc80") for fp, key in random_entries(5000, seed=1)]
+    with DiskIndex(tmp_path) as index:
+        index.add_many(entries)
+    with DiskIndex(tmp_path) as index:
+        assert sorted(index.items()) == sorted(entries)
+
+
+def test_removals_replay_in_order(tmp_path: Path) -> None:
+    with DiskIndex(tmp_path) as index:
+        index.add(1, "a")
+        index.add(1, "b")
+        index.add(2, "c")
+        assert index.remove(1, "a") == 1
+        assert index.remove(2) == 1
+        index.add(2, "d")  # added after the removal: must survive it
+    with DiskIndex(tmp_path) as index:
+        assert sorted(index.items()) == [(1, "b"), (2, "d")]
+
+
+def test_namespaces_are_kept_apart(tmp_path: Path) -> None:
+    with DiskIndex(tmp_path, namespace="books") as books, DiskIndex(tmp_path, namespace="news") as news:
+        books.add(10, "b")
+        news.add(10, "n")
+        assert books.query(10)[0].key == "b"
+    with DiskIndex(tmp_path, namespace="news") as news:
+        assert list(news.items()) == [(10, "n")]
+        assert news.describe()["namespaces"] == ["", "books", "news"]
+
+
+def test_reset_empties_only_its_namespace(tmp_path: Path) -> None:
+    filled(tmp_path, 20, namespace="a")
+    filled(tmp_path, 30, namespace="b")
+    with DiskIndex(tmp_path, namespace="a", reset=True) as index:
+        assert len(index) == 0
+        index.add(5, "after-reset")
+    with DiskIndex(tmp_path, namespace="a") as a, DiskIndex(tmp_path, namespace="b") as b:
+        assert list(a.items()) == [(5, "after-reset")]
+        assert len(b) == 30
+
+
+def test_signature_mismatch_is_an_error(tmp_path: Path) -> None:
+    filled(tmp_path, 5, signature="simhash-v1;shingle_size=3")
+    with pytest.raises(IndexFormatError, match="other options.*SIMHASH_INDEX_RESET"):
+        DiskIndex(tmp_path, signature="simhash-v1;shingle_size=4")
+    with DiskIndex(tmp_path, signature="simhash-v1;shingle_size=4", reset=True) as index:
+        assert len(index) == 0
+
+
+def _overwrite(path: Path, offset: int, data: bytes) -> None:
+    with open(path, "r+b") as file:
+        file.seek(offset)
+        file.write(data)
+
+
+def _foreign(path: Path) -> None:
+    (path / LOG).write_bytes(b"<html>not an index</html>" * 300)
+
+
+def _other_version(path: Path) -> None:
+    _overwrite(path / LOG, len(lf.MAGIC), struct.pack("<I", lf.FORMAT_VERSION + 1))
+
+
+def _truncated_header(path: Path) -> None:
+    os.truncate(path / LOG, 100)
+
+
+def _corrupt_record(path: Path) -> None:
+    _overwrite(path / LOG, lf.HEADER_SIZE + 3 * lf.RECORD.itemsize + 1, b"\xff\xfe")
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (_foreign, "not a scrapy-simhash index"),
+        (_other_version, "format version 2"),
+        (_truncated_header, "truncated or corrupt header"),
+        (_corrupt_record, "corrupt record #3"),
+    ],
+)
+def test_unreadable_store_raises_a_clear_error(tmp_path: Path, damage, message: str) -> None:
+    filled(tmp_path, 10)
+    damage(tmp_path)
+    with pytest.raises(IndexFormatError, match=message) as caught:
+        DiskIndex(tmp_path)
+    assert str(tmp_path) in str(caught.value) and "SIMHASH_INDEX_RESET=True" in str(caught.value)
+    with DiskIndex(tmp_path, reset=True) as index:  # reset replaces what cannot be read
+        assert len(index) == 0
+
+
+def test_a_file_where_the_directory_should_be_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "index").write_text("hello")
+    with pytest.raises(IndexFormatError, match="not an index directory"):
+        DiskIndex(tmp_path / "index")
+
+
+@pytest.mark.parametrize("tail", [b"\x01" * 13, b"\0" * 64, b"\xff" * 40])
+def test_truncated_or_zeroed_tail_is_dropped_and_reported(tmp_path: Path, tail: bytes) -> None:
+    entries = filled(tmp_path, 10)
+    with open(tmp_path / LOG, "ab") as file:
+        file.write(tail)
+    with DiskIndex(tmp_path) as index:
+        assert index.describe()["truncated_tail_bytes"] == len(tail)
+        assert sorted(index.items()) == sorted(entries)
+        index.add(99, "after")  # appends stay aligned after the cut
+    with DiskIndex(tmp_path) as index:
+        assert index.describe()["truncated_tail_bytes"] == 0
+        assert sorted(index.items()) == sorted([*entries, (99, "after")])
+
+
+def test_durable_mode_writes_through(tmp_path: Path) -> None:
+    with DiskIndex(tmp_path, durable=True) as index:
+        index.add(3, "x")
+        index.flush()
+    with DiskIndex(tmp_path) as index:
+        assert list(index.items()) == [(3, "x")]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    ops=st.lists(
+        st.tuples(st.sampled_from(["add_if_new", "add", "remove", "reopen"]), st.integers(0, 15), st.integers(0, 3)),
+        max_size=60,
+    )
+)
+def test_matches_brute_force_across_reopens(tmp_path_factory: pytest.TempPathFactory, ops) -> None:
+    path = tmp_path_factory.mktemp("store")
+    bases = [0, 0xFFFF_0000_FFFF_0000, 0x0123_4567_89AB_CDEF, 0xF0F0_F0F0_F0F0_F0F0]
+    reference, index = BruteForceIndex(3), DiskIndex(path)
+    for step, (op, bit, base) in enumerate(ops):
+        fingerprint = bases[base] ^ (1 << bit) ^ (1 << (bit * 3 % 64))
+        key = f"k{step}"
+        if op == "reopen":
+            index.close()
+            index = DiskIndex(path)
+        elif op == "remove":
+            assert index.remove(fingerprint) == reference.remove(fingerprint)
+        else:
+            assert getattr(index, op)(fingerprint, key) == getattr(reference, op)(fingerprint, key)
+        assert index.query(fingerprint) == reference.query(fingerprint)
+    index.close()
+    with DiskIndex(path) as reopened:
+        assert sorted(reopened.items()) == sorted(reference.items())
+
+
+def test_one_process_at_a_time(tmp_path: Path) -> None:
+    opener = "import sys\nfrom scrapy_simhash.index import DiskIndex\nDiskIndex(sys.argv[1])"
+    with DiskIndex(tmp_path):
+        held = subprocess.run([sys.executable, "-c", opener, str(tmp_path)], capture_output=True, text=True)
+    assert held.returncode != 0 and "in use by another process" in held.stderr
+    free = subprocess.run([sys.executable, "-c", opener, str(tmp_path)], capture_output=True, text=True)
+    assert free.returncode == 0, free.stderr

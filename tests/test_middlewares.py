@@ -1,0 +1,243 @@
+"""SimhashMiddleware, built with build_from_crawler and fed real pages of the demo site."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import DEMO_SITE
+from redis_server import own_redis_server  # noqa: F401  (a fixture)
+from scrapy import Request, Spider
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.test import get_crawler
+
+from scrapy_simhash import IndexUnavailableError, NearDuplicatePage, SimhashMiddleware, from_hex
+
+ARTICLE = (DEMO_SITE / "articles" / "coffee-roasting.html").read_bytes()
+OTHER_ARTICLE = (DEMO_SITE / "articles" / "compost.html").read_bytes()
+SHORT_PAGE = b"<html><body><p>Nothing much here.</p></body></html>"
+
+
+def middleware(**settings: Any) -> SimhashMiddleware:
+    return build_from_crawler(SimhashMiddleware, get_crawler(settings_dict=settings))
+
+
+def html_response(url: str, body: bytes = ARTICLE, status: int = 200, **meta: Any) -> HtmlResponse:
+    return HtmlResponse(url, body=body, status=status, request=Request(url, meta=meta))
+
+
+def process(mw: SimhashMiddleware, response: Response) -> Response:
+    return asyncio.run(mw.process_response(response.request, response))
+
+
+def stats(mw: SimhashMiddleware) -> dict[str, Any]:
+    return mw._checker._crawler.stats.get_stats()
+
+
+def test_disabled_raises_not_configured() -> None:
+    with pytest.raises(NotConfigured):
+        middleware(SIMHASH_ENABLED=False)
+
+
+def test_a_bad_setting_fails_at_build_time() -> None:
+    with pytest.raises(ValueError, match="SIMHASH_SCOPE"):
+        middleware(SIMHASH_SCOPE="galaxy")
+
+
+def test_a_new_page_is_kept_and_described_in_meta() -> None:
+    mw = middleware()
+    response = html_response("http://a.example/coffee")
+    assert process(mw, response) is response
+    meta = response.request.meta["simhash"]
+    assert meta["duplicate_of"] is None and meta["distance"] is None
+    assert from_hex(meta["fingerprint"]) >= 0
+    assert stats(mw)["simhash/kept"] == 1
+
+
+def test_a_copy_is_dropped_with_what_it_duplicates() -> None:
+    mw = middleware()
+    process(mw, html_response("http://a.example/coffee"))
+    copy = html_response("http://b.example/coffee-copy")
+    with pytest.raises(NearDuplicatePage) as raised:
+        process(mw, copy)
+    error = raised.value
+    assert isinstance(error, IgnoreRequest)
+    assert (error.url, error.duplicate_of, error.distance) == ("http://b.example/coffee-copy", "http://a.example/coffee", 0)
+    assert copy.request.meta["simhash"]["duplicate_of"] == "http://a.example/coffee"
+    assert {k: v for k, v in stats(mw).items() if k.startswith("simhash/") and "index_size" not in k} == {
+        "simhash/checked": 2,
+        "simhash/kept": 1,
+        "simhash/dropped": 1,
+        "simhash/exact": 1,
+        "simhash/distance/0": 1,
+    }
+
+
+def test_distinct_pages_are_both_kept() -> None:
+    mw = middleware()
+    process(mw, html_response("http://a.example/coffee"))
+    process(mw, html_response("http://a.example/compost", OTHER_ARTICLE))
+    assert stats(mw)["simhash/kept"] == 2
+
+
+def test_mark_mode_lets_the_copy_through_marked() -> None:
+    mw = middleware(SIMHASH_ACTION="mark")
+    process(mw, html_response("http://a.example/coffee"))
+    copy = html_response("http://a.example/coffee?sid=1")
+    assert process(mw, copy) is copy
+    assert copy.request.meta["simhash"]["duplicate_of"] == "http://a.example/coffee"
+    assert stats(mw)["simhash/marked"] == 1
+    assert "simhash/dropped" not in stats(mw)
+
+
+@pytest.mark.parametrize(
+    ("response", "reason"),
+    [
+        (html_response("http://a.example/missing", status=404), "status"),
+        (html_response("http://a.example/robots.txt"), "robots_txt"),
+        (TextResponse("http://a.example/api.json", body=b'{"a": 1}', request=Request("http://a.example/api.json")), "not_html"),
+        (Response("http://a.example/logo.png", body=b"\x89PNG\r\n", request=Request("http://a.example/logo.png")), "not_html"),
+        (html_response("http://a.example/short", SHORT_PAGE), "too_short"),
+        (html_response("http://a.example/empty", b""), "empty"),
+    ],
+)
+def test_other_responses_pass_untouched_and_are_counted(response: Response, reason: str) -> None:
+    mw = middleware()
+    assert process(mw, response) is response
+    assert "simhash" not in response.request.meta
+    assert stats(mw)[f"simhash/skipped/{reason}"] == 1
+
+
+def test_statuses_are_configurable() -> None:
+    mw = middleware(SIMHASH_HTTP_STATUSES=[200, 404])
+    process(mw, html_response("http://a.example/missing", status=404))
+    assert stats(mw)["simhash/kept"] == 1
+
+
+def test_dont_simhash_skips_the_request() -> None:
+    mw = middleware()
+    process(mw, html_response("http://a.example/coffee"))
+    copy = html_response("http://a.example/copy", dont_simhash=True)
+    assert process(mw, copy) is copy
+    assert "simhash" not in copy.request.meta
+
+
+def test_only_the_first_drop_is_logged_without_debug(caplog: pytest.LogCaptureFixture) -> None:
+    mw = middleware()
+    process(mw, html_response("http://a.example/coffee"))
+    with caplog.at_level(logging.DEBUG, logger="scrapy_simhash"):
+        for copy in ("http://a.example/1", "http://a.example/2"):
+            with pytest.raises(NearDuplicatePage):
+                process(mw, html_response(copy))
+    messages = [r.getMessage() for r in caplog.records if r.name.startswith("scrapy_simhash")]
+    assert len(messages) == 1
+    assert "http://a.example/1 of http://a.example/coffee (distance 0)" in messages[0]
+    assert "SIMHASH_DEBUG" in messages[0]
+    assert caplog.records[0].levelno == logging.DEBUG
+
+
+def test_simhash_debug_logs_every_drop(caplog: pytest.LogCaptureFixture) -> None:
+    mw = middleware(SIMHASH_DEBUG=True)
+    process(mw, html_response("http://a.example/coffee"))
+    with caplog.at_level(logging.DEBUG, logger="scrapy_simhash"):
+        for copy in ("http://a.example/1", "http://a.example/2"):
+            with pytest.raises(NearDuplicatePage):
+                process(mw, html_response(copy))
+    assert len([r for r in caplog.records if r.name.startswith("scrapy_simhash")]) == 2
+
+
+def test_opening_logs_the_index_once(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="scrapy_simhash"):
+        middleware()
+    [record] = [r for r in caplog.records if r.name.startswith("scrapy_simhash")]
+    assert "backend=memory" in record.getMessage() and "max_distance=3" in record.getMessage()
+
+
+def test_a_fingerprinting_bug_keeps_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A real page cannot make a correct core fail, so this one failure is simulated.
+    mw = middleware()
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(mw._checker.fingerprinter, "from_html", broken)
+    response = html_response("http://a.example/coffee")
+    assert process(mw, response) is response
+    assert stats(mw)["simhash/skipped/error"] == 1
+
+
+def test_spider_closed_records_the_index_size() -> None:
+    mw = middleware()
+    process(mw, html_response("http://a.example/coffee"))
+    mw._checker.spider_closed()
+    assert stats(mw)["simhash/index_size/close"] == 1
+
+
+# --- A shared Redis index that goes away (a real redis-server, stopped mid-run) --------------
+
+
+def test_an_unreachable_index_at_start_fails_the_start(own_redis_server: Any) -> None:
+    own_redis_server.stop()
+    with pytest.raises(IndexUnavailableError):
+        middleware(SIMHASH_INDEX=own_redis_server.url)
+
+
+def test_index_errors_keep_pages_and_warn_once(own_redis_server: Any, caplog: pytest.LogCaptureFixture) -> None:
+    mw = middleware(SIMHASH_INDEX=own_redis_server.url, SIMHASH_INDEX_RESET=True)
+    process(mw, html_response("http://a.example/coffee"))
+    own_redis_server.stop()
+    with caplog.at_level(logging.WARNING, logger="scrapy_simhash"):
+        for url in ("http://a.example/copy", "http://a.example/other"):
+            response = html_response(url)
+            assert process(mw, response) is response
+    assert stats(mw)["simhash/index_error"] == 2
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 1
+
+
+def test_index_errors_can_fail_the_request(own_redis_server: Any) -> None:
+    mw = middleware(SIMHASH_INDEX=own_redis_server.url, SIMHASH_ON_INDEX_ERROR="fail")
+    own_redis_server.stop()
+    with pytest.raises(IgnoreRequest, match="SIMHASH_ON_INDEX_ERROR") as raised:
+        process(mw, html_response("http://a.example/coffee"))
+    assert not isinstance(raised.value, NearDuplicatePage)
+
+
+# --- Scopes -------------------------------------------------------------------------------
+
+
+def test_domain_scope_compares_pages_of_one_host_only() -> None:
+    mw = middleware(SIMHASH_SCOPE="domain")
+    process(mw, html_response("http://a.example/coffee"))
+    process(mw, html_response("http://b.example/coffee"))
+    with pytest.raises(NearDuplicatePage):
+        process(mw, html_response("http://a.example/coffee?page=1"))
+    assert stats(mw)["simhash/kept"] == 2
+
+
+def test_crawl_scope_compares_pages_across_hosts() -> None:
+    mw = middleware()
+    process(mw, html_response("http://a.example/coffee"))
+    with pytest.raises(NearDuplicatePage):
+        process(mw, html_response("http://b.example/coffee"))
+
+
+@pytest.mark.parametrize(("scope", "seen_by_other_spider"), [("crawl", 1), ("spider", 0)])
+def test_spider_scope_keeps_spiders_apart_in_a_shared_store(
+    tmp_path: Path, scope: str, seen_by_other_spider: int
+) -> None:
+    settings = {"SIMHASH_INDEX": str(tmp_path / "store"), "SIMHASH_SCOPE": scope}
+    first = build_from_crawler(SimhashMiddleware, get_crawler(spider_named("one"), settings))
+    process(first, html_response("http://a.example/coffee"))
+    first._checker.spider_closed()
+    second = build_from_crawler(SimhashMiddleware, get_crawler(spider_named("two"), settings))
+    assert stats(second)["simhash/index_size/open"] == seen_by_other_spider
+    second._checker.spider_closed()
+
+
+def spider_named(name: str) -> type[Spider]:
+    return type(f"Spider_{name}", (Spider,), {"name": name})

@@ -1,0 +1,122 @@
+"""SimhashPipeline, built with build_from_crawler, on dict, dataclass and scrapy.Item items."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+import pytest
+import scrapy
+from conftest import DEMO_SITE
+from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.test import get_crawler
+
+from scrapy_simhash import NearDuplicateItem, SimhashPipeline, to_hex
+
+ARTICLE_HTML = (DEMO_SITE / "articles" / "jupiter.html").read_text(encoding="utf-8")
+TEXT = (
+    "Jupiter is the easiest planet to enjoy with a small telescope, and even steady binoculars show its four "
+    "largest moons as tiny points of light strung along a line. The moons move fast enough to see change in "
+    "a single evening, and sometimes a moon disappears behind the planet or into its shadow."
+)
+OTHER_TEXT = (
+    "A healthy compost heap smells of damp soil, not of rot. When a heap stinks it is almost always because "
+    "it is too wet, too dense, or has too much fresh green material and not enough brown. Turn it with a fork "
+    "every week or two and keep it as moist as a wrung-out sponge."
+)
+
+
+def pipeline(**settings: Any) -> SimhashPipeline:
+    return build_from_crawler(SimhashPipeline, get_crawler(settings_dict=settings))
+
+
+def process(pipe: SimhashPipeline, item: Any) -> Any:
+    return asyncio.run(pipe.process_item(item))
+
+
+def stats(pipe: SimhashPipeline) -> dict[str, Any]:
+    return pipe._checker._crawler.stats.get_stats()
+
+
+@dataclasses.dataclass
+class Article:
+    url: str
+    body: str
+
+
+class ArticleItem(scrapy.Item):
+    url = scrapy.Field()
+    body = scrapy.Field()
+    simhash = scrapy.Field()
+
+
+def test_disabled_raises_not_configured() -> None:
+    with pytest.raises(NotConfigured):
+        pipeline(SIMHASH_ENABLED=False)
+
+
+@pytest.mark.parametrize("make", [dict, Article, ArticleItem], ids=["dict", "dataclass", "Item"])
+def test_a_copy_is_dropped_at_debug_level(make: Any) -> None:
+    pipe = pipeline(SIMHASH_ITEM_FIELDS=["body"], SIMHASH_MIN_TOKENS=10)
+    first = make(url="http://a.example/1", body=TEXT)
+    assert process(pipe, first) is first
+    with pytest.raises(NearDuplicateItem) as raised:
+        process(pipe, make(url="http://a.example/2", body=TEXT))
+    error = raised.value
+    assert isinstance(error, DropItem)
+    assert error.log_level == "DEBUG"
+    assert (error.key, error.duplicate_of, error.distance) == ("http://a.example/2", "http://a.example/1", 0)
+    assert stats(pipe)["simhash/items/dropped"] == 1
+
+
+def test_distinct_items_are_kept() -> None:
+    pipe = pipeline(SIMHASH_ITEM_FIELDS=["body"], SIMHASH_MIN_TOKENS=10)
+    process(pipe, {"body": TEXT})
+    process(pipe, {"body": OTHER_TEXT})
+    assert stats(pipe)["simhash/items/kept"] == 2
+
+
+def test_fields_are_joined_and_html_is_read_as_html() -> None:
+    pipe = pipeline(SIMHASH_ITEM_FIELDS=["title", "html"])
+    process(pipe, {"url": "http://a.example/jupiter", "title": "Jupiter", "html": ARTICLE_HTML})
+    with pytest.raises(NearDuplicateItem):
+        process(pipe, {"url": "http://b.example/jupiter", "title": "Jupiter", "html": ARTICLE_HTML})
+
+
+def test_items_without_the_fields_pass() -> None:
+    pipe = pipeline(SIMHASH_ITEM_FIELDS=["body"])
+    item = {"url": "http://a.example/1", "title": "no body"}
+    assert process(pipe, item) is item
+    assert stats(pipe)["simhash/items/skipped/no_fields"] == 1
+
+
+def test_an_item_of_a_marked_page_is_dropped_without_fingerprinting() -> None:
+    pipe = pipeline()
+    page = {"fingerprint": to_hex(12345), "duplicate_of": "http://a.example/original", "distance": 2}
+    with pytest.raises(NearDuplicateItem) as raised:
+        process(pipe, {"url": "http://a.example/copy", "simhash": page})
+    assert (raised.value.fingerprint, raised.value.duplicate_of, raised.value.distance) == (
+        12345,
+        "http://a.example/original",
+        2,
+    )
+    assert "simhash/items/checked" not in stats(pipe)
+
+
+def test_the_page_fingerprint_is_reused_instead_of_the_fields() -> None:
+    """Two items whose text differs but whose pages had one fingerprint: the second is dropped."""
+    pipe = pipeline(SIMHASH_ITEM_FIELDS=["body"], SIMHASH_MIN_TOKENS=10)
+    page = {"fingerprint": to_hex(0xABCDEF), "duplicate_of": None, "distance": None}
+    process(pipe, ArticleItem(url="http://a.example/1", body=TEXT, simhash=page))
+    with pytest.raises(NearDuplicateItem):
+        process(pipe, ArticleItem(url="http://a.example/2", body=OTHER_TEXT, simhash=page))
+
+
+@pytest.mark.parametrize("carried", ["not a dict", {"fingerprint": "zz"}, {"duplicate_of": "x"}])
+def test_a_malformed_carried_value_is_ignored(carried: Any) -> None:
+    pipe = pipeline(SIMHASH_ITEM_FIELDS=["body"], SIMHASH_MIN_TOKENS=10)
+    item = {"body": TEXT, "simhash": carried}
+    assert process(pipe, item) is item
+    assert stats(pipe)["simhash/items/kept"] == 1

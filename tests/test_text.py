@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import pytest
+
+from scrapy_simhash.core import text
+
+
+def _blocks(html: str | bytes) -> list[str]:
+    return text.normalize_blocks(text.split_blocks(text.parse_html(html)))
+
+
+def test_invisible_elements_are_dropped() -> None:
+    html = (
+        "<html><head><title>t</title><style>p{}</style></head><body><script>var x</script>"
+        "<noscript>enable js</noscript><p>kept</p><!-- a comment --><template>no</template>"
+        "<svg><text>no</text></svg><iframe>no</iframe></body></html>"
+    )
+    assert _blocks(html) == ["kept"]
+
+
+def test_blocks_do_not_glue_words() -> None:
+    assert _blocks("<ul><li>one</li><li>two</li></ul><p>three<br>four</p><div>five</div>six") == [
+        "one", "two", "three", "four", "five", "six",
+    ]
+
+
+def test_inline_elements_stay_in_their_block() -> None:
+    assert _blocks("<p>a <b>bold</b> and <a href='#'>linked</a> word</p>") == ["a bold and linked word"]
+
+
+@pytest.mark.parametrize(
+    ("body", "encoding"),
+    [
+        ("<p>café</p>".encode("latin-1"), "iso-8859-1"),
+        ('<meta charset="gbk"><p>café 中文</p>'.encode("gbk", "replace"), None),
+        ("<p>café 中文</p>".encode("utf-8"), None),
+        (b"\xef\xbb\xbf<p>caf\xc3\xa9</p>", "latin-1"),  # the BOM wins over HTTP
+        ('<meta http-equiv="content-type" content="text/html; charset=big5"><p>中文</p>'.encode("big5"), None),
+    ],
+)
+def test_decoding(body: bytes, encoding: str | None) -> None:
+    blocks = text.split_blocks(text.parse_html(body, encoding=encoding))
+    assert "caf" in "".join(blocks) or "中文" in "".join(blocks)
+    assert "\ufffd" not in "".join(blocks)
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"", "empty"),
+        (b"   \n ", "empty"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "binary"),
+        (b"%PDF-1.7 ...", "binary"),
+        (b"abc\x00def", "binary"),
+        (b"just some plain text, no markup", "not_html"),
+        ("", "empty"),
+    ],
+)
+def test_not_html_is_a_clean_skip(body: bytes | str, reason: str) -> None:
+    with pytest.raises(text.NotHtmlError) as caught:
+        text.parse_html(body)
+    assert caught.value.reason == reason
+
+
+def test_broken_markup_is_parsed() -> None:
+    assert _blocks("<div><p>unclosed <b>bold<p>next</div></span>tail") == ["unclosed bold", "next", "tail"]
+
+
+def test_huge_page_is_cut_not_refused() -> None:
+    page = "<html><body>" + "<p>word " * (text.MAX_HTML_BYTES // 4) + "</body></html>"
+    blocks = text.split_blocks(text.parse_html(page))
+    assert 0 < sum(map(len, blocks)) < text.MAX_HTML_BYTES
+
+
+def test_normalize() -> None:
+    assert text.normalize("  Ｆｕｌｌ\u3000WIDTH\n\tStraße ") == "full width strasse"
+    assert text.normalize_blocks(["A", "  ", "B\nC"]) == ["a", "b c"]
