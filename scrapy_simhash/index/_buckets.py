@@ -36,6 +36,12 @@ def _directory(
     return directory
 
 
+def _expand_ranges(starts: npt.NDArray[np.int64], lengths: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    """``concatenate([arange(s, s + n) for s, n in zip(starts, lengths)])`` without a Python loop."""
+    first_of_range = np.cumsum(lengths) - lengths
+    return np.arange(int(lengths.sum())) + np.repeat(starts - first_of_range, lengths)
+
+
 class SortedBuckets:
     """Per table: row ids sorted by bucket, and the offsets of each bucket."""
 
@@ -100,6 +106,8 @@ class SortedBuckets:
         """Row ids in the buckets *key_sets* (the keys to visit per table), duplicates possible."""
         parts = []
         for rows, directory, keys in zip(self._row_views, self._directory_views, key_sets):
+            # A plain loop: a wildcard query visits ~10 buckets per table, too few
+            # for vectorised lookups to pay (measured 33 vs 45 us per query).
             for key in keys:
                 start, stop = directory[key : key + 2].tolist()
                 if stop > start:
@@ -118,12 +126,8 @@ class SortedBuckets:
             bucket_ids = table_keys.astype(np.intp)
             starts = directory[bucket_ids].astype(np.int64)
             lengths = directory[bucket_ids + 1] - starts
-            total = int(lengths.sum())
-            # position of candidate j of query q: starts[q] + j, built without a Python loop
-            first_of_query = np.cumsum(lengths) - lengths
-            positions = np.arange(total) + np.repeat(starts - first_of_query, lengths)
             query_parts.append(np.repeat(query_ids, lengths))
-            row_parts.append(rows[positions])
+            row_parts.append(rows[_expand_ranges(starts, lengths)])
         return np.concatenate(query_parts), np.concatenate(row_parts)
 
     def bucket_sizes(self) -> npt.NDArray[np.int64]:
