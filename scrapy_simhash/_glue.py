@@ -64,30 +64,35 @@ class NearDuplicateChecker:
             finally:
                 index.close()
 
-    async def check(self, fingerprint: int, key: str, host: str = "") -> Match | None:
+    async def check(self, fingerprint: int, key: str, host: str = "", wildcard: int = 0) -> Match | None:
         """Record *fingerprint* under *key*, or return the earlier one it duplicates.
+
+        *wildcard*: the fingerprint's least-confident bits, which may differ freely
+        (:attr:`FingerprintResult.wildcard`).
 
         An unreachable index counts ``index_error`` and keeps the page, or re-raises
         :class:`IndexUnavailableError` when ``SIMHASH_ON_INDEX_ERROR = "fail"``.
         """
         self._stats_inc("checked")
         try:
-            match = await self._add_if_new(fingerprint, key, host)
+            match = await self._add_if_new(fingerprint, key, host, wildcard)
         except IndexUnavailableError as exc:
             self._index_error(exc)
             return None
         self._count_result(key, match)
         return match
 
-    def fingerprint_html(self, html: str | bytes, url: str | None) -> int | None:
+    def fingerprint_html(self, html: str | bytes, url: str | None) -> FingerprintResult | None:
         """The page's fingerprint, or ``None`` (counted as ``skipped/<reason>``)."""
         return self._fingerprint(self.fingerprinter.from_html, html, url=url)
 
-    def fingerprint_text(self, content: str) -> int | None:
+    def fingerprint_text(self, content: str) -> FingerprintResult | None:
         """The text's fingerprint, or ``None`` (counted as ``skipped/<reason>``)."""
         return self._fingerprint(self.fingerprinter.from_text, content)
 
-    def _fingerprint(self, method: Callable[..., FingerprintResult], *args: Any, **kwargs: Any) -> int | None:
+    def _fingerprint(
+        self, method: Callable[..., FingerprintResult], *args: Any, **kwargs: Any
+    ) -> FingerprintResult | None:
         try:
             result = method(*args, **kwargs)
         except Exception:
@@ -103,17 +108,18 @@ class NearDuplicateChecker:
             return None
         if result.fingerprint is None:
             self.count(f"skipped/{result.skip_reason or 'no_text'}")
-        return result.fingerprint
+            return None
+        return result
 
     def count(self, event: str) -> None:
         """Count ``<prefix>/<event>`` (``skipped/<reason>``, ``dropped``)."""
         self._stats_inc(event)
 
-    async def _add_if_new(self, fingerprint: int, key: str, host: str) -> Match | None:
+    async def _add_if_new(self, fingerprint: int, key: str, host: str, wildcard: int) -> Match | None:
         index = self._index_for(host if self.config.scope == "domain" else "")
         if index.blocking_io:
-            return await run_in_thread(index.add_if_new, fingerprint, key)
-        return index.add_if_new(fingerprint, key)
+            return await run_in_thread(index.add_if_new, fingerprint, key, wildcard)
+        return index.add_if_new(fingerprint, key, wildcard)
 
     def _index_for(self, host: str) -> SimhashIndex:
         namespace = "/".join(part for part in (self._base_namespace, host, self._kind_namespace) if part)

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Request, Response
 
+    from .core.fingerprinter import FingerprintResult
+
 #: The ``Request.meta`` key that holds the result, and the item field the
 #: pipeline reads it back from.
 META_KEY = "simhash"
@@ -68,16 +70,16 @@ class SimhashMiddleware:
     async def process_response(self, request: Request, response: Response) -> Response:
         if request.meta.get("dont_simhash"):
             return response
-        fingerprint = self._fingerprint(request, response)
-        if fingerprint is None:
+        page = self._fingerprint(request, response)
+        if page is None:
             return response
-        match = await self._check(fingerprint, response)
-        request.meta[META_KEY] = page_meta(fingerprint, match)
+        match = await self._check(page, response)
+        request.meta[META_KEY] = page_meta(page, match)
         if match is not None and self.config.action == "drop":
-            raise NearDuplicatePage(response.url, fingerprint, match.key, match.distance)
+            raise NearDuplicatePage(response.url, page.fingerprint, match.key, match.distance)
         return response
 
-    def _fingerprint(self, request: Request, response: Response) -> int | None:
+    def _fingerprint(self, request: Request, response: Response) -> FingerprintResult | None:
         """The page's fingerprint, or ``None`` (counted as skipped, with the reason)."""
         reason = self._skip_reason(request, response)
         if reason is not None:
@@ -95,18 +97,19 @@ class SimhashMiddleware:
             return "not_html"
         return None
 
-    async def _check(self, fingerprint: int, response: Response) -> Match | None:
+    async def _check(self, page: FingerprintResult, response: Response) -> Match | None:
         host = urlparse_cached(response).hostname or ""
         try:
-            return await self._checker.check(fingerprint, response.url, host)
+            return await self._checker.check(page.fingerprint, response.url, host, page.wildcard)
         except IndexUnavailableError as exc:
             raise IgnoreRequest(f"Simhash index unavailable (SIMHASH_ON_INDEX_ERROR='fail'): {exc}") from exc
 
 
-def page_meta(fingerprint: int, match: Match | None) -> dict[str, Any]:
+def page_meta(page: FingerprintResult, match: Match | None) -> dict[str, Any]:
     """The ``meta["simhash"]`` value: the fingerprint and what it duplicates, if anything."""
     return {
-        "fingerprint": to_hex(fingerprint),
+        "fingerprint": to_hex(page.fingerprint),
+        "wildcard": to_hex(page.wildcard),
         "duplicate_of": match.key if match else None,
         "distance": match.distance if match else None,
     }

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
 
+    from .core.fingerprinter import FingerprintResult
+
 # A field value is treated as HTML when it starts with a tag (or a comment/doctype).
 _LOOKS_LIKE_HTML = re.compile(r"^\s*<[!/a-zA-Z]")
 
@@ -66,18 +68,19 @@ class SimhashPipeline:
         if page is not None and page.duplicate_of is not None:
             self._checker.count("dropped")
             raise NearDuplicateItem(key, page.fingerprint, page.duplicate_of, page.distance or 0)
-        fingerprint = page.fingerprint if page is not None else self._fingerprint(adapter, key)
-        if fingerprint is None:
+        found: CarriedPage | FingerprintResult | None = page or self._fingerprint(adapter, key)
+        if found is None or found.fingerprint is None:
             return item
+        host = urlsplit(key).hostname or ""
         try:
-            match = await self._checker.check(fingerprint, key, urlsplit(key).hostname or "")
+            match = await self._checker.check(found.fingerprint, key, host, found.wildcard)
         except IndexUnavailableError as exc:
             raise DropItem(f"Simhash index unavailable (SIMHASH_ON_INDEX_ERROR='fail'): {exc}") from exc
         if match is not None:
-            raise NearDuplicateItem(key, fingerprint, match.key, match.distance)
+            raise NearDuplicateItem(key, found.fingerprint, match.key, match.distance)
         return item
 
-    def _fingerprint(self, adapter: ItemAdapter, key: str) -> int | None:
+    def _fingerprint(self, adapter: ItemAdapter, key: str) -> FingerprintResult | None:
         """The fingerprint of the item's SIMHASH_ITEM_FIELDS."""
         values = self._field_values(adapter)
         if not values:
@@ -108,6 +111,7 @@ class SimhashPipeline:
 
 class CarriedPage(NamedTuple):
     fingerprint: int
+    wildcard: int
     duplicate_of: str | None
     distance: int | None
 
@@ -118,6 +122,7 @@ def carried_page(value: Any) -> CarriedPage | None:
         return None
     try:
         fingerprint = from_hex(value["fingerprint"])
+        wildcard = from_hex(value.get("wildcard") or "0")
     except (KeyError, TypeError, ValueError):
         return None
-    return CarriedPage(fingerprint, value.get("duplicate_of"), value.get("distance"))
+    return CarriedPage(fingerprint, wildcard, value.get("duplicate_of"), value.get("distance"))

@@ -241,3 +241,22 @@ def test_spider_scope_keeps_spiders_apart_in_a_shared_store(
 
 def spider_named(name: str) -> type[Spider]:
     return type(f"Spider_{name}", (Spider,), {"name": name})
+
+
+def test_meta_carries_the_wildcard_and_the_index_honours_it() -> None:
+    mw = middleware(SIMHASH_WILDCARD_BITS=5)
+    first = html_response("http://a.example/coffee")
+    process(mw, first)
+    meta = first.request.meta["simhash"]
+    fingerprint, wildcard = from_hex(meta["fingerprint"]), from_hex(meta["wildcard"])
+    assert wildcard.bit_count() == 5
+    # A page whose fingerprint differs from the stored one in 3 wildcard bits and
+    # 3 others is 6 bits away, yet within k = 3 outside its wildcard: a near-duplicate.
+    index = mw._checker._index_for("")
+    other_bits = [bit for bit in range(64) if not (wildcard >> bit) & 1][:3]
+    wildcard_bits = [bit for bit in range(64) if (wildcard >> bit) & 1][:3]
+    variant = fingerprint
+    for bit in other_bits + wildcard_bits:
+        variant ^= 1 << bit
+    assert index.query(variant) == []
+    assert [m.distance for m in index.query(variant, wildcard)] == [6]
