@@ -48,6 +48,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(_SCRAPY_NAMES[name], __name__), name)
 
+
 __all__ = [
     "Addon",
     "FingerprintOptions",

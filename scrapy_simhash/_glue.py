@@ -9,6 +9,7 @@ near-duplicate at DEBUG.
 from __future__ import annotations
 
 import logging
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Callable
 
 from scrapy import signals
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from .config import SimhashSettings
 
 logger = logging.getLogger(__name__)
+_HOST_INDEX_START_SIZE = 1024
 
 
 class NearDuplicateChecker:
@@ -50,19 +52,23 @@ class NearDuplicateChecker:
                 {"kind": self._kind, "spec": self.config.index or "memory", "k": self.config.max_distance},
             )
             return
-        index = self._index_for("")
-        description = ", ".join(f"{name}={value}" for name, value in index.describe().items())
+        info = self._index_for("").describe()  # counts the entries once (a scan in Redis with TTL)
+        description = ", ".join(f"{name}={value}" for name, value in info.items())
         logger.info("Simhash %(kind)s index opened: %(index)s", {"kind": self._kind, "index": description})
-        self._stats_set("index_size/open", len(index))
+        self._stats_set("index_size/open", info["size"])
 
     def spider_closed(self) -> None:
-        self._stats_set("index_size/close", sum(len(index) for index in self._indexes.values()))
-        while self._indexes:
-            _, index = self._indexes.popitem()
+        indexes, self._indexes = list(self._indexes.values()), {}
+        # ExitStack: every index is closed even if a flush (or Redis, gone) fails.
+        with ExitStack() as closing:
+            for index in indexes:
+                closing.callback(index.close)
             try:
+                self._stats_set("index_size/close", sum(len(index) for index in indexes))
+            except IndexUnavailableError as exc:
+                self._index_error(exc)
+            for index in indexes:
                 index.flush()
-            finally:
-                index.close()
 
     async def check(self, fingerprint: int, key: str, host: str = "", wildcard: int = 0) -> Match | None:
         """Record *fingerprint* under *key*, or return the earlier one it duplicates.
@@ -78,6 +84,11 @@ class NearDuplicateChecker:
             match = await self._add_if_new(fingerprint, key, host, wildcard)
         except IndexUnavailableError as exc:
             self._index_error(exc)
+            return None
+        if match is not None and match.key == key:
+            # The page itself, stored by an earlier run (a request re-downloaded after a
+            # crash or a resume): keep it, or its callback would never run.
+            self._stats_inc("seen_again")
             return None
         self._count_result(key, match)
         return match
@@ -127,13 +138,21 @@ class NearDuplicateChecker:
             self._indexes[namespace] = open_index(
                 self.config.index,
                 max_distance=self.config.max_distance,
-                expected_size=self.config.expected_size,
+                expected_size=self._expected_size(host),
                 namespace=namespace,
                 signature=self.config.fingerprint.signature(),
                 reset=self.config.index_reset,
                 ttl=self.config.ttl,
             )
         return self._indexes[namespace]
+
+    def _expected_size(self, host: str) -> int:
+        # An empty in-memory index sized for SIMHASH_EXPECTED_SIZE holds ~1 MB of bucket
+        # directory: one per host would add up, so host indexes start small (their
+        # buckets widen as they grow). Stored designs (Redis) are left as configured.
+        if host and self.config.index in (None, "memory"):
+            return min(self.config.expected_size, _HOST_INDEX_START_SIZE)
+        return self.config.expected_size
 
     @property
     def _kind_namespace(self) -> str:

@@ -151,7 +151,9 @@ def _http_statuses(settings: BaseSettings) -> frozenset[int]:
 def _ttl(settings: BaseSettings) -> float | None:
     if settings.get("SIMHASH_TTL") in (None, ""):
         return None
-    ttl: float = _positive(settings, "SIMHASH_TTL", settings.getfloat, None)
+    ttl: float = _read(settings, "SIMHASH_TTL", settings.getfloat, None)
+    if ttl < 1:  # Redis expires whole seconds
+        raise ValueError(f"SIMHASH_TTL must be at least 1 (seconds), not {ttl!r}")
     return ttl
 
 

@@ -16,7 +16,7 @@ Labels come as pairs ``(id_a, id_b, label, kind)`` with label ``dup``, ``distinc
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .index.memory import MemoryIndex
@@ -43,6 +43,10 @@ class Labels:
             key = pair_key(str(record["id_a"]), str(record["id_b"]))
             labels.pairs[key] = (str(record["label"]), str(record.get("kind") or UNLISTED))
         return labels
+
+    def restricted_to(self, pages: Container[str]) -> Labels:
+        """The pairs whose two pages are both in *pages* (the others cannot be scored)."""
+        return Labels({key: value for key, value in self.pairs.items() if key[0] in pages and key[1] in pages})
 
     def get(self, a: str, b: str) -> tuple[str, str]:
         return self.pairs.get(pair_key(a, b), (DISTINCT, UNLISTED))

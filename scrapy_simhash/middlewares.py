@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse
+from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.httpobj import urlparse_cached
 
 from ._glue import NearDuplicateChecker
@@ -36,7 +37,7 @@ class SimhashMiddleware:
 
     Each HTML response with a status in ``SIMHASH_HTTP_STATUSES`` (200) is
     fingerprinted and checked against the index in one step. Other responses
-    (robots.txt, images, JSON, errors) pass untouched and count as
+    (robots.txt, Scrapy's own ``NO_CALLBACK`` downloads, images, JSON, errors) pass untouched and count as
     ``simhash/skipped/<reason>``. The result goes to ``request.meta["simhash"]``::
 
         {"fingerprint": "3f0c...", "duplicate_of": "http://.../a.html" or None, "distance": 2 or None}
@@ -71,10 +72,10 @@ class SimhashMiddleware:
         if request.meta.get("dont_simhash"):
             return response
         page = self._fingerprint(request, response)
-        if page is None:
+        if page is None or page.fingerprint is None:
             return response
-        match = await self._check(page, response)
-        request.meta[META_KEY] = page_meta(page, match)
+        match = await self._check(page.fingerprint, page.wildcard, response)
+        request.meta[META_KEY] = page_meta(page.fingerprint, page.wildcard, match)
         if match is not None and self.config.action == "drop":
             raise NearDuplicatePage(response.url, page.fingerprint, match.key, match.distance)
         return response
@@ -91,25 +92,29 @@ class SimhashMiddleware:
     def _skip_reason(self, request: Request, response: Response) -> str | None:
         if response.status not in self.config.http_statuses:
             return "status"
-        if request.meta.get("dont_obey_robotstxt") or urlparse_cached(response).path == "/robots.txt":
+        if urlparse_cached(response).path == "/robots.txt":
             return "robots_txt"
+        if request.callback is NO_CALLBACK:
+            # Scrapy's own downloads (robots.txt, media pipelines) reach no callback:
+            # there is no page to drop. (Not ``dont_obey_robotstxt``: users set it on pages.)
+            return "no_callback"
         if not isinstance(response, HtmlResponse):
             return "not_html"
         return None
 
-    async def _check(self, page: FingerprintResult, response: Response) -> Match | None:
+    async def _check(self, fingerprint: int, wildcard: int, response: Response) -> Match | None:
         host = urlparse_cached(response).hostname or ""
         try:
-            return await self._checker.check(page.fingerprint, response.url, host, page.wildcard)
+            return await self._checker.check(fingerprint, response.url, host, wildcard)
         except IndexUnavailableError as exc:
             raise IgnoreRequest(f"Simhash index unavailable (SIMHASH_ON_INDEX_ERROR='fail'): {exc}") from exc
 
 
-def page_meta(page: FingerprintResult, match: Match | None) -> dict[str, Any]:
+def page_meta(fingerprint: int, wildcard: int, match: Match | None) -> dict[str, Any]:
     """The ``meta["simhash"]`` value: the fingerprint and what it duplicates, if anything."""
     return {
-        "fingerprint": to_hex(page.fingerprint),
-        "wildcard": to_hex(page.wildcard),
+        "fingerprint": to_hex(fingerprint),
+        "wildcard": to_hex(wildcard),
         "duplicate_of": match.key if match else None,
         "distance": match.distance if match else None,
     }

@@ -115,3 +115,16 @@ def test_module_entry_point(pages: dict[str, Path]) -> None:
                            str(pages["original"]), str(pages["copy"])],
                           capture_output=True, text=True, check=True)
     assert "near-duplicates at k=3" in done.stdout
+
+
+def test_dedup_reports_bad_input_and_bad_options_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, _, err = run_cli(capsys, "dedup", str(tmp_path / "nope.jsonl"))
+    assert status == 1 and "nope.jsonl: No such file or directory" in err
+    (tmp_path / "bad.jsonl.gz").write_bytes(b"not gzip")
+    status, _, err = run_cli(capsys, "dedup", str(tmp_path / "bad.jsonl.gz"))
+    assert status == 1 and "dedup: Not a gzipped file" in err
+    (tmp_path / "ok.jsonl").write_text("{}\n")
+    status, _, err = run_cli(capsys, "dedup", str(tmp_path / "ok.jsonl"), "-k", "40")
+    assert status == 1 and "max_distance" in err

@@ -68,3 +68,35 @@ def test_import_skips_bad_lines_and_near_duplicates(tmp_path: Path, capsys) -> N
     assert "in.jsonl:2" in err and "in.jsonl:3" in err and "skipped 1 near-duplicates" in err
     with open_index(tmp_path / "store") as index:
         assert sorted(index.items()) == [(0xF0, "a"), (2**64 - 1, "c")]
+
+
+@pytest.mark.parametrize("command", ["inspect", "export"])
+def test_reading_a_missing_index_fails_without_creating_one(command: str, tmp_path: Path, capsys) -> None:
+    missing = tmp_path / "typo"
+    assert main([command, str(missing), *(["out.jsonl"] if command == "export" else [])]) == 1
+    assert "typo: no index there" in capsys.readouterr().err
+    assert not missing.exists()
+
+
+def test_import_of_a_missing_file_fails_before_creating_the_index(tmp_path: Path, capsys) -> None:
+    assert main(["import", str(tmp_path / "missing.jsonl"), str(tmp_path / "store")]) == 1
+    assert "missing.jsonl: No such file or directory" in capsys.readouterr().err
+    assert not (tmp_path / "store").exists()
+
+
+def test_a_corrupt_index_is_reported_without_a_traceback(tmp_path: Path, capsys) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "fingerprints.log").write_bytes(b"not an index")
+    assert main(["inspect", str(store)]) == 1
+    assert "is not a scrapy-simhash index" in capsys.readouterr().err
+
+
+def test_a_redis_namespace_with_a_ttl_is_read_with_ttl(redis_url: str, tmp_path: Path, capsys) -> None:
+    with open_index(redis_url, namespace="expiring", ttl=3600) as index:
+        index.add(0xF0, "a")
+    assert main(["inspect", redis_url, "--namespace", "expiring"]) == 1
+    assert "--ttl on the command line" in capsys.readouterr().err
+    exported = tmp_path / "out.jsonl"
+    assert main(["export", redis_url, str(exported), "--namespace", "expiring", "--ttl", "3600"]) == 0
+    assert json.loads(exported.read_text()) == {"fingerprint": to_hex(0xF0), "key": "a"}

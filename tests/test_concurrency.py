@@ -7,6 +7,7 @@ import random
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,20 @@ def test_workers_racing_on_the_same_clusters_keep_one_each(redis_url: str, tmp_p
     clusters = [key.split("/")[0] for key in kept]
     assert sorted(clusters) == sorted(f"c{cluster}" for cluster in range(CLUSTERS))
     with RedisIndex(redis_url, namespace="crowd") as index:
+        assert sorted(key for _, key in index.items()) == sorted(kept)
+
+
+def test_threads_sharing_one_index_object_keep_one_each(redis_url: str) -> None:
+    """The Scrapy glue calls one RedisIndex from several worker threads at once."""
+    variants = near_duplicate_clusters(seed=1)
+    orders = [random.Random(seed).sample(variants, len(variants)) for seed in range(WORKERS)]
+    with RedisIndex(redis_url, expected_size=10000, namespace="threads") as index:
+        with ThreadPoolExecutor(WORKERS) as pool:
+            kept_lists = pool.map(
+                lambda order: [key for fp, key in order if index.add_if_new(fp, key) is None], orders
+            )
+            kept = [key for keys in kept_lists for key in keys]
+        assert sorted(key.split("/")[0] for key in kept) == sorted(f"c{c}" for c in range(CLUSTERS))
         assert sorted(key for _, key in index.items()) == sorted(kept)
 
 

@@ -66,6 +66,7 @@ def test_valid_values(name: str, value: Any, attribute: str, expected: Any) -> N
         ("SIMHASH_INDEX_RESET", "perhaps"),
         ("SIMHASH_TTL", "-5"),
         ("SIMHASH_TTL", "a day"),
+        ("SIMHASH_TTL", "0.5"),
         ("SIMHASH_ON_INDEX_ERROR", "ignore"),
         ("SIMHASH_MIN_TOKENS", 0),
         ("SIMHASH_MIN_TOKENS", "many"),

@@ -114,7 +114,11 @@ def test_evaluate_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         {"id": "p2", "url": "http://example.com/2", "lang": "en", "html": body.format("One", text + " extra")},
         {"id": "p3", "url": "http://example.com/3", "lang": "en", "html": "<p>too short</p>"},
     ]
-    pairs = [{"id_a": "p1", "id_b": "p2", "label": "dup", "kind": "edit", "lang": "en"}]
+    pairs = [
+        {"id_a": "p1", "id_b": "p2", "label": "dup", "kind": "edit", "lang": "en"},
+        {"id_a": "p1", "id_b": "not-in-pages", "label": "dup", "kind": "edit", "lang": "en"},
+        {"id_a": "p1", "label": "dup"},
+    ]
     pages_path, pairs_path = tmp_path / "pages.jsonl.gz", tmp_path / "pairs.jsonl"
     with gzip.open(pages_path, "wt", encoding="utf-8") as stream:
         stream.writelines(json.dumps(page) + "\n" for page in pages)
@@ -123,6 +127,9 @@ def test_evaluate_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     out, err = capsys.readouterr()
     assert "pairwise, k=5" in out and "crawl order, k=3" in out and "Hamming distance" in out
     assert "1 too_short" in err
+    # a pair naming a page the pages file lacks is reported, not a crash (nor a miss)
+    assert "1 labelled pairs name pages that are not in --pages" in err and "pairs.jsonl:3" in err
+    assert "fn    0" in out.split("crawl order")[0]
 
 
 def test_evaluate_rejects_bad_k(tmp_path: Path) -> None:

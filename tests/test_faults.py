@@ -84,3 +84,27 @@ def test_redis_out_of_memory_is_unavailable(own_redis_server: RedisServer) -> No
             index.add_if_new(0xFFFF_0000, "refused")
         client.config_set("maxmemory", 0)
         assert index.add_if_new(0xFFFF_0000, "accepted") is None
+
+
+def test_a_full_disk_is_unavailable_and_loses_nothing(tmp_path: Path) -> None:
+    """A write that fails (here: over RLIMIT_FSIZE, as on a full disk) raises
+    IndexUnavailableError, and what was acknowledged before reopens intact."""
+    resource = pytest.importorskip("resource")
+    acknowledged = []
+    with DiskIndex(tmp_path) as index:
+        limits = resource.getrlimit(resource.RLIMIT_FSIZE)
+        previous_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG, not a kill
+        resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(tmp_path / "fingerprints.log") + 1000, limits[1]))
+        try:
+            with pytest.raises(IndexUnavailableError, match="cannot write"):
+                for i in range(1000):
+                    index.add(i * 0x9E3779B97F4A7C15 % 2**64, f"https://example.com/{i}")
+                    acknowledged.append(i)
+        finally:
+            resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+            signal.signal(signal.SIGXFSZ, previous_handler)
+        assert 0 < len(acknowledged) < 1000
+        index.add(1, "after the disk has room again")
+    with DiskIndex(tmp_path) as index:
+        assert index.describe()["truncated_tail_bytes"] == 0
+        assert len(index) == len(acknowledged) + 1

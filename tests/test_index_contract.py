@@ -138,6 +138,14 @@ def test_remove_by_fingerprint_and_by_key(index: SimhashIndex) -> None:
     assert len(index) == 1
 
 
+def test_remove_by_key_removes_every_copy(index: SimhashIndex) -> None:
+    index.add(BASE, "a")
+    index.add(BASE, "a")  # add stores unconditionally: two copies
+    index.add(BASE, "b")
+    assert index.remove(BASE, "a") == 2
+    assert sorted(index.items()) == [(BASE, "b")] and len(index) == 1
+
+
 def test_add_many_and_query_many(index: SimhashIndex) -> None:
     index.add_many((flip(BASE, i), f"k{i}") for i in range(64))
     queries = [BASE, flip(BASE, 10), 12345]

@@ -141,6 +141,15 @@ def test_a_file_where_the_directory_should_be_is_an_error(tmp_path: Path) -> Non
         DiskIndex(tmp_path / "index")
 
 
+def test_a_damaged_key_byte_reads_as_a_replacement_character(tmp_path: Path) -> None:
+    with DiskIndex(tmp_path, namespace="n") as index:
+        index.add(7, "https://a.example/é")
+    keys = (tmp_path / "keys.log").read_bytes()
+    _overwrite(tmp_path / "keys.log", keys.rindex("é".encode()), b"\xff")
+    with DiskIndex(tmp_path, namespace="n") as index:
+        assert index.query(7)[0].key.startswith("https://a.example/\ufffd")
+
+
 @pytest.mark.parametrize("tail", [b"\x01" * 13, b"\0" * 64, b"\xff" * 40])
 def test_truncated_or_zeroed_tail_is_dropped_and_reported(tmp_path: Path, tail: bytes) -> None:
     entries = filled(tmp_path, 10)

@@ -36,7 +36,7 @@ def test_fingerprints_are_stored_exactly(redis_url: str) -> None:
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     ops=st.lists(
-        st.tuples(st.sampled_from(["add_if_new", "add", "remove", "query"]), st.integers(0, 63), st.integers(0, 3)),
+        st.tuples(st.sampled_from(["add_if_new", "add", "remove", "remove_key", "query"]), st.integers(0, 63), st.integers(0, 3)),
         max_size=40,
     ),
     max_distance=st.integers(0, 4),
@@ -51,6 +51,8 @@ def test_matches_brute_force(redis_url: str, ops, max_distance: int, wildcard_bi
             fingerprint = bases[base] ^ (1 << bit) ^ (1 << (bit * 7 % 64))
             if op == "remove":
                 assert index.remove(fingerprint) == reference.remove(fingerprint)
+            elif op == "remove_key":
+                assert index.remove(fingerprint, f"a{base}") == reference.remove(fingerprint, f"a{base}")
             elif op == "query":
                 assert index.query(fingerprint) == reference.query(fingerprint)
                 assert index.query(fingerprint, wildcard) == reference.query(fingerprint, wildcard)
@@ -58,7 +60,8 @@ def test_matches_brute_force(redis_url: str, ops, max_distance: int, wildcard_bi
                 key = f"k{step}"
                 assert index.add_if_new(fingerprint, key, wildcard) == reference.add_if_new(fingerprint, key, wildcard)
             else:
-                assert index.add(fingerprint, f"k{step}") == reference.add(fingerprint, f"k{step}")
+                # few keys, so the same (fingerprint, key) is stored more than once
+                assert index.add(fingerprint, f"a{base}") == reference.add(fingerprint, f"a{base}")
         assert sorted(index.items()) == sorted(reference.items())
         assert len(index) == len(reference)
         queries = [bases[b] ^ (1 << b) for b in range(4)]
@@ -177,3 +180,14 @@ def test_password_in_the_url() -> None:
         assert "wrong" not in str(caught.value)
     finally:
         server.close()
+
+
+def test_a_bucket_hit_whose_key_record_was_evicted_does_not_block_storing(redis_url: str) -> None:
+    # Redis under maxmemory may evict a key shard and keep the buckets that point at it.
+    with RedisIndex(redis_url, namespace=uuid.uuid4().hex) as index:
+        index.add(0xABCD, "evicted")
+        client = redis.Redis.from_url(redis_url)
+        client.delete(*client.keys(f"{index._prefix}k*"))
+        assert index.add_if_new(0xABCD, "again") is None
+        assert [match.key for match in index.query(0xABCD)] == ["again"]
+        client.close()

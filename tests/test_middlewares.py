@@ -13,10 +13,11 @@ from redis_server import own_redis_server  # noqa: F401  (a fixture)
 from scrapy import Request, Spider
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
-from scrapy_simhash import IndexUnavailableError, NearDuplicatePage, SimhashMiddleware, from_hex
+from scrapy_simhash import IndexUnavailableError, MemoryIndex, NearDuplicatePage, SimhashMiddleware, from_hex
 
 ARTICLE = (DEMO_SITE / "articles" / "coffee-roasting.html").read_bytes()
 OTHER_ARTICLE = (DEMO_SITE / "articles" / "compost.html").read_bytes()
@@ -111,6 +112,16 @@ def test_other_responses_pass_untouched_and_are_counted(response: Response, reas
     assert process(mw, response) is response
     assert "simhash" not in response.request.meta
     assert stats(mw)[f"simhash/skipped/{reason}"] == 1
+
+
+def test_internal_downloads_are_skipped_but_pages_that_ignore_robots_are_checked() -> None:
+    mw = middleware()
+    internal = HtmlResponse("http://a.example/f.html", body=ARTICLE,
+                            request=Request("http://a.example/f.html", callback=NO_CALLBACK))
+    assert process(mw, internal) is internal
+    assert stats(mw)["simhash/skipped/no_callback"] == 1
+    process(mw, html_response("http://a.example/coffee", dont_obey_robotstxt=True))
+    assert stats(mw)["simhash/kept"] == 1
 
 
 def test_statuses_are_configurable() -> None:
@@ -219,6 +230,16 @@ def test_domain_scope_compares_pages_of_one_host_only() -> None:
     assert stats(mw)["simhash/kept"] == 2
 
 
+def test_in_memory_host_indexes_start_small() -> None:
+    """Thousands of hosts must not cost a full-size bucket directory each."""
+    mw = middleware(SIMHASH_SCOPE="domain")
+    for host in range(3):
+        process(mw, html_response(f"http://h{host}.example/coffee"))
+    crawl_wide = MemoryIndex(expected_size=mw.config.expected_size).memory_usage()["index_bytes"]
+    for index in mw._checker._indexes.values():
+        assert isinstance(index, MemoryIndex) and index.memory_usage()["index_bytes"] * 10 < crawl_wide
+
+
 def test_crawl_scope_compares_pages_across_hosts() -> None:
     mw = middleware()
     process(mw, html_response("http://a.example/coffee"))
@@ -260,3 +281,19 @@ def test_meta_carries_the_wildcard_and_the_index_honours_it() -> None:
         variant ^= 1 << bit
     assert index.query(variant) == []
     assert [m.distance for m in index.query(variant, wildcard)] == [6]
+
+
+def test_a_page_is_never_a_duplicate_of_itself(tmp_path: Path) -> None:
+    """A page stored by an earlier run and downloaded again (a resume) reaches its callback."""
+    store = str(tmp_path / "simhash.index")
+    first_run = middleware(SIMHASH_INDEX=store)
+    process(first_run, html_response("http://a.example/coffee"))
+    first_run._checker.spider_closed()
+    second_run = middleware(SIMHASH_INDEX=store)
+    again = html_response("http://a.example/coffee")
+    assert process(second_run, again) is again
+    assert again.request.meta["simhash"]["duplicate_of"] is None
+    with pytest.raises(NearDuplicatePage):
+        process(second_run, html_response("http://b.example/coffee-copy"))
+    assert stats(second_run)["simhash/seen_again"] == 1
+    assert stats(second_run)["simhash/dropped"] == 1

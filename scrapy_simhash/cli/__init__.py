@@ -11,6 +11,9 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from ..index.base import SimhashIndexError
+from ._io import warn
+
 # Modules that define sub-commands, in the order ``--help`` lists them.
 _COMMAND_MODULES = (
     "fingerprint",
@@ -38,3 +41,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `... | head` closed our stdout: not an error
         sys.stderr.close()
         return 0
+    except (OSError, EOFError, SimhashIndexError, ValueError) as exc:
+        # A missing or corrupt file, a bad option value, an unreachable index:
+        # the user needs the message, not a traceback.
+        warn(f"{args.command}: {_describe(exc)}")
+        return 1
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc)

@@ -25,6 +25,15 @@ def add_fingerprint_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_record_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which fields of a JSON-lines record hold its id, its page (HTML or text), its URL."""
+    parser.add_argument("--id-field", default="id", help="record id field (default: %(default)s)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--html-field", help="field holding the page's HTML (default: html)")
+    source.add_argument("--text-field", help="field holding plain text instead of HTML")
+    parser.add_argument("--url-field", default="url", help="field with the page URL, if any")
+
+
 def add_distance_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-k",

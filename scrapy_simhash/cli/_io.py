@@ -17,7 +17,7 @@ def open_text(path: str, mode: str = "r") -> Iterator[IO[str]]:
         yield sys.stdin if "r" in mode else sys.stdout
     elif path.endswith(".gz"):
         with gzip.open(path, mode + "t", encoding="utf-8") as stream:
-            yield stream
+            yield stream  # type: ignore[misc]  # text mode: a TextIOWrapper
     else:
         with open(path, mode, encoding="utf-8") as stream:
             yield stream

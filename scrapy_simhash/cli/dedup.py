@@ -9,7 +9,12 @@ from typing import IO, Any
 
 from ..core.fingerprint import to_hex
 from ..index import open_index
-from ._common import add_distance_argument, add_fingerprint_arguments, fingerprinter_from_args
+from ._common import (
+    add_distance_argument,
+    add_fingerprint_arguments,
+    add_record_arguments,
+    fingerprinter_from_args,
+)
 from ._io import open_text, read_jsonl, warn, write_jsonl
 from .fingerprint import fingerprint_record
 
@@ -25,11 +30,7 @@ def add_parser(subparsers: Any) -> None:
         'fingerprinted (too short, not HTML) carry "skip_reason" and are kept.',
     )
     parser.add_argument("pages", metavar="PAGES.jsonl", help="JSON-lines input (.gz or - allowed)")
-    parser.add_argument("--id-field", default="id", help="record id field (default: %(default)s)")
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--html-field", help="field holding the page's HTML (default: html)")
-    source.add_argument("--text-field", help="field holding plain text instead of HTML")
-    parser.add_argument("--url-field", default="url", help="field with the page URL, if any")
+    add_record_arguments(parser)
     parser.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
     parser.add_argument(
         "--index",

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     ks = _parse_ks(args.max_distance)
     options = FingerprintOptions(wildcard_bits=args.wildcard_bits)
     fingerprints, wildcards, languages, order = _fingerprint_pages(args.pages, options)
-    labels = evaluation.Labels.from_records(record for _, record in read_jsonl(args.pairs))
+    labels = _read_labels(args.pairs, languages)
     close = evaluation.close_pairs(fingerprints, languages, max(ks), wildcards)
     print(f"{len(languages)} pages, {len(fingerprints)} fingerprinted, "
           f"{len(labels.pairs)} labelled pairs")
@@ -57,6 +57,22 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         return _plot(histogram, max(ks), args.plot)
     return 0
+
+
+def _read_labels(path: str, languages: dict[str, str]) -> evaluation.Labels:
+    """The labelled pairs of *path* between pages of the pages file; the rest reported."""
+    records = []
+    for line_number, record in read_jsonl(path):
+        if any(record.get(name) is None for name in ("id_a", "id_b", "label")):
+            warn(f"{path}:{line_number}: skipped, needs 'id_a', 'id_b' and 'label'")
+        else:
+            records.append(record)
+    labels = evaluation.Labels.from_records(records)
+    known = labels.restricted_to(languages)
+    if len(known.pairs) < len(labels.pairs):
+        warn(f"{len(labels.pairs) - len(known.pairs)} labelled pairs name pages that are not "
+             "in --pages: not scored")
+    return known
 
 
 def _parse_ks(text: str) -> list[int]:

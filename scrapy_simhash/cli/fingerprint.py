@@ -9,7 +9,12 @@ from typing import Any
 
 from ..core.fingerprint import hamming_distance, to_hex
 from ..core.fingerprinter import Fingerprinter, FingerprintResult
-from ._common import add_distance_argument, add_fingerprint_arguments, fingerprinter_from_args
+from ._common import (
+    add_distance_argument,
+    add_fingerprint_arguments,
+    add_record_arguments,
+    fingerprinter_from_args,
+)
 from ._io import read_jsonl, warn, write_jsonl
 
 
@@ -22,11 +27,7 @@ def add_parser(subparsers: Any) -> None:
     )
     fingerprint.add_argument("files", nargs="*", metavar="FILE", help="HTML files")
     fingerprint.add_argument("--jsonl", metavar="FILE", help="JSON-lines input (.gz or - allowed)")
-    fingerprint.add_argument("--id-field", default="id", help="record id field (default: %(default)s)")
-    source = fingerprint.add_mutually_exclusive_group()
-    source.add_argument("--html-field", help="field holding the page's HTML (default: html)")
-    source.add_argument("--text-field", help="field holding plain text instead of HTML")
-    fingerprint.add_argument("--url-field", default="url", help="field with the page URL, if any")
+    add_record_arguments(fingerprint)
     add_fingerprint_arguments(fingerprint)
     fingerprint.set_defaults(func=run_fingerprint)
 

@@ -7,7 +7,9 @@ so a JOBDIR store can move into Redis (``export`` then ``import``) and back.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 import random
 from collections import Counter
 from collections.abc import Iterator
@@ -15,7 +17,7 @@ from itertools import islice
 from typing import Any
 
 from ..core.fingerprint import from_hex, to_hex
-from ..index import SimhashIndex, SimhashIndexError, open_index
+from ..index import SimhashIndex, open_index
 from ._common import add_distance_argument
 from ._io import open_text, read_jsonl, warn, write_jsonl
 
@@ -47,15 +49,26 @@ def add_parser(subparsers: Any) -> None:
 def _index_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument(name, metavar="INDEX", help="an index directory or a redis:// URL")
     parser.add_argument("--namespace", default="", help="the namespace (scope) to use (default: none)")
+    parser.add_argument("--ttl", type=float, metavar="SECONDS",
+                        help="the SIMHASH_TTL a Redis namespace was created with (default: none)")
     add_distance_argument(parser)
 
 
 def _open(args: argparse.Namespace, **kwargs: Any) -> SimhashIndex:
-    return open_index(args.index, max_distance=args.max_distance, namespace=args.namespace, **kwargs)
+    return open_index(args.index, max_distance=args.max_distance, namespace=args.namespace,
+                      ttl=args.ttl, **kwargs)
+
+
+def _open_existing(args: argparse.Namespace) -> SimhashIndex:
+    """Open an index to read; a mistyped path must not create an empty store."""
+    if "://" not in args.index and not os.path.exists(args.index):
+        raise FileNotFoundError(errno.ENOENT, "no index there (give an index directory or a redis:// URL)",
+                                args.index)
+    return _open(args)
 
 
 def run_inspect(args: argparse.Namespace) -> int:
-    with _open(args) as index:
+    with _open_existing(args) as index:
         report = index.describe()
         stats = getattr(index, "bucket_stats", None)
         if stats is not None:
@@ -91,7 +104,7 @@ def _reservoir(items: Iterator[tuple[int, str]], size: int) -> list[tuple[int, s
 
 def run_export(args: argparse.Namespace) -> int:
     count = 0
-    with _open(args) as index, open_text(args.output, "w") as output:
+    with _open_existing(args) as index, open_text(args.output, "w") as output:
         for fingerprint, key in index.items():
             write_jsonl(output, {"fingerprint": to_hex(fingerprint), "key": key})
             count += 1
@@ -101,12 +114,9 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_import(args: argparse.Namespace) -> int:
     added = skipped = 0
-    try:
-        index = _open(args, reset=args.reset)
-    except SimhashIndexError as exc:
-        warn(str(exc))
-        return 1
-    with index:
+    if args.input != "-" and not os.path.exists(args.input):  # before the index is created
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), args.input)
+    with _open(args, reset=args.reset) as index:
         for batch in _batches(_entries(args.input), _IMPORT_BATCH):
             if args.skip_near_duplicates:
                 kept = sum(index.add_if_new(fp, key) is None for fp, key in batch)

@@ -8,7 +8,6 @@ namespace shares one :class:`DiskStore` (see :mod:`.disk`).
 from __future__ import annotations
 
 import datetime
-import fcntl
 import logging
 import os
 import socket
@@ -18,13 +17,13 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _logfile as lf
-from ._storage import KeyStore
-from ._storage import _encode as encode_key
-from .base import IndexFormatError, SimhashIndexError
+from ._files import lock_directory, read_prefix, write_all, write_new
+from ._storage import KeyStore, decode_key, encode_key
+from .base import IndexFormatError, IndexUnavailableError, SimhashIndexError
 
 logger = logging.getLogger(__name__)
 
-LOG_NAME, KEYS_NAME, LOCK_NAME = "fingerprints.log", "keys.log", "lock"
+LOG_NAME, KEYS_NAME = "fingerprints.log", "keys.log"
 #: Namespace ids are 16-bit; the empty namespace is id 0 and needs no record.
 MAX_NAMESPACES = 0xFFFF
 
@@ -36,7 +35,7 @@ class DiskStore:
         self.directory, self.durable = directory, durable
         self.log_path = os.path.join(directory, LOG_NAME)
         self.keys_path = os.path.join(directory, KEYS_NAME)
-        self._lock_fd = _lock(directory)
+        self._lock_fd = lock_directory(directory)
         self._fds: list[int] = []
         try:
             contents = self._open(signature, reset)
@@ -106,8 +105,8 @@ class DiskStore:
             "created_on": socket.gethostname(),
             "record_bytes": lf.RECORD.itemsize,
         }
-        _write_new(self.keys_path, lf.new_keys_header())
-        _write_new(self.log_path, lf.new_header(self.header))
+        write_new(self.keys_path, lf.new_keys_header())
+        write_new(self.log_path, lf.new_header(self.header))
 
     # -- namespaces -------------------------------------------------------------------
 
@@ -155,22 +154,22 @@ class DiskStore:
     def _write_keys(self, data: bytes) -> int:
         offset = self._key_end
         try:
-            _write_all(self._keys_fd, data, self.durable)
-        except OSError:
+            write_all(self._keys_fd, data, self.durable)
+        except OSError as exc:
             self._key_end = os.fstat(self._keys_fd).st_size  # whatever part was written
-            raise
+            raise _unwritable(self.keys_path, exc) from exc
         self._key_end += len(data)
         return offset
 
     def _write_log(self, data: bytes) -> None:
         self._records_at_open = None  # stale now
         try:
-            _write_all(self._log_fd, data, self.durable)
-        except OSError:
+            write_all(self._log_fd, data, self.durable)
+        except OSError as exc:
             # a partial record would shift every later one: cut back to whole records
             size = os.fstat(self._log_fd).st_size
             os.ftruncate(self._log_fd, size - (size - lf.HEADER_SIZE) % lf.RECORD.itemsize)
-            raise
+            raise _unwritable(self.log_path, exc) from exc
 
     # -- reading ----------------------------------------------------------------------
 
@@ -207,7 +206,7 @@ class DiskStore:
 
     def _key_of(self, record: np.void) -> str:
         data = os.pread(self._keys_fd, int(record["key_length"]), int(record["key_offset"]))
-        return data.decode("utf-8", "surrogatepass")
+        return decode_key(data)
 
     def _read_keys(self, records: npt.NDArray) -> KeyStore:
         """The keys of *records*, gathered run by run (keys of a namespace are mostly adjacent)."""
@@ -215,7 +214,7 @@ class DiskStore:
             return KeyStore()
         starts, lengths = records["key_offset"], records["key_length"].astype(np.uint64)
         ends = starts + lengths
-        view = memoryview(_read_prefix(self.keys_path, int(ends.max())))
+        view = memoryview(read_prefix(self.keys_path, int(ends.max())))
         breaks = np.flatnonzero(starts[1:] != ends[:-1]) + 1
         if not len(breaks):  # one run: no gathering copy
             # from_buffer copies once into its own bytearray; a memoryview avoids a second copy
@@ -231,48 +230,7 @@ class DiskStore:
         self._fds = []
 
 
-def _lock(directory: str) -> int:
-    if os.path.exists(directory) and not os.path.isdir(directory):
-        raise IndexFormatError(f"{directory} is a file, not an index directory: {lf.RESET_HINT}")
-    os.makedirs(directory, exist_ok=True)
-    fd = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise SimhashIndexError(
-            f"{directory} is in use by another process (one crawl at a time)"
-        ) from None
-    return fd
-
-
-def _read_prefix(path: str, size: int) -> bytearray:
-    """The first *size* bytes of *path*, read straight into one buffer."""
-    data = bytearray(size)
-    view, done = memoryview(data), 0
-    with open(path, "rb", buffering=0) as file:
-        while done < size:
-            read = file.readinto(view[done:])
-            if not read:
-                raise IndexFormatError(
-                    f"{path} ended at byte {done}, before the keys its records point at"
-                )
-            done += read
-    return data
-
-
-def _write_new(path: str, data: bytes) -> None:
-    temporary = path + ".tmp"
-    with open(temporary, "wb") as file:
-        file.write(data)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
-
-
-def _write_all(fd: int, data: bytes, durable: bool) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-    if durable:
-        os.fsync(fd)
+def _unwritable(path: str, exc: OSError) -> IndexUnavailableError:
+    """A failed write (disk full, I/O error): like an unreachable server, the Scrapy
+    glue applies ``SIMHASH_ON_INDEX_ERROR`` (keep the page unchecked by default)."""
+    return IndexUnavailableError(f"cannot write {path}: {exc.strerror or exc}")

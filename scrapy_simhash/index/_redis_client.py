@@ -37,13 +37,16 @@ def connect(url: str) -> redis.Redis:
     """A client for *url*, with its thread-safe connection pool."""
     # A few quick retries ride out a blip; a dead server fails in about a second,
     # and the next call tries again, so the index recovers when Redis is back.
-    retry = Retry(ExponentialBackoff(cap=0.5, base=0.05), retries=2)
+    # Not on a timeout: the script may have run, and running check-and-add again
+    # would find the page's own entry and drop the page as a copy of itself.
+    retry = Retry(ExponentialBackoff(cap=0.5, base=0.05), retries=2,
+                  supported_errors=(redis.ConnectionError,))
     return redis.Redis.from_url(
         url,
         socket_timeout=5,
         socket_connect_timeout=2,
         retry=retry,
-        retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+        retry_on_error=[redis.ConnectionError],
         health_check_interval=30,
     )
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ._storage import decode_key
 from ._tables import TableDesign, make_design
 from .base import IndexFormatError, Match
 
@@ -65,7 +66,8 @@ def check_meta(meta: dict[str, str], wanted: dict[str, str], max_distance: int, 
     if wanted["ttl"] != meta["ttl"]:
         raise ValueError(
             f"{where} was created with ttl={int(meta['ttl']) or None}, not "
-            f"{int(wanted['ttl']) or None}: use the same SIMHASH_TTL or reset it"
+            f"{int(wanted['ttl']) or None}: use the same SIMHASH_TTL (--ttl on the command line) "
+            "or reset it"
         )
     if max_distance > int(meta["max_distance"]):
         raise ValueError(
@@ -84,7 +86,7 @@ def parse_matches(reply: list[Any]) -> list[Match]:
     if reply[0] == 1:
         return []
     matches = [
-        Match(key.decode("utf-8", "surrogatepass"), int.from_bytes(fp8, "big"), int(distance))
+        Match(decode_key(key), int.from_bytes(fp8, "big"), int(distance))
         for fp8, distance, key in zip(reply[1::3], reply[2::3], reply[3::3])
     ]
     return sorted(matches, key=lambda m: (m.distance, m.key, m.fingerprint))
@@ -98,7 +100,7 @@ def parse_key_records(data: bytes, record_bytes: int, now: int) -> Iterator[tupl
         live = record_bytes == 8 or struct.unpack_from(">I", data, pos + 8)[0] > now
         if live:
             start = pos + record_bytes + 2
-            key = data[start : start + klen].decode("utf-8", "surrogatepass")
+            key = decode_key(data[start : start + klen])
             yield int.from_bytes(data[pos : pos + 8], "big"), key
         pos += record_bytes + 2 + klen
 

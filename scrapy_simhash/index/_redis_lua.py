@@ -166,8 +166,10 @@ local function append(name, record, records_of)
 end
 
 if MODE ~= 'add' then
-  local found = matches()
-  if MODE == 'query' or #found > 0 then return reply(found) end
+  -- judged on keys found, not bucket hits: a bucket record whose key record is gone
+  -- (a shard key evicted under maxmemory) must not block the page from being stored
+  local out = reply(matches())
+  if MODE == 'query' or #out > 1 then return out end
 end
 local record = FP
 if RB == 12 then record = FP .. struct.pack('>I4', NOW + TTL) end
@@ -177,7 +179,7 @@ redis.call('INCR', COUNTER)
 return {1}
 """
 
-# ARGV[3] '1' when ARGV[4] is the one key to remove, '0' to remove every entry.
+# ARGV[3] '1' to remove the entries whose key is ARGV[4], '0' to remove every entry.
 # Reply: how many entries were removed.
 _REMOVE = """
 local ONE, KEY = ARGV[3] == '1', ARGV[4]
@@ -186,7 +188,7 @@ local kept, removed = {}, 0
 for _, r in ipairs(key_records(s)) do
   local pos, klen = r[1], r[2]
   local mine = string.sub(s, pos, pos + 7) == FP
-  local hit = mine and (not ONE or (removed == 0 and string.sub(s, pos + RB + 2, pos + RB + 1 + klen) == KEY))
+  local hit = mine and (not ONE or string.sub(s, pos + RB + 2, pos + RB + 1 + klen) == KEY)
   if hit then removed = removed + 1 else kept[#kept + 1] = string.sub(s, pos, pos + RB + 1 + klen) end
 end
 if removed == 0 then return 0 end

@@ -105,7 +105,7 @@ class KeyStore:
     def __getitem__(self, index: int) -> str:
         ends = self._ends.values
         start = int(ends[index - 1]) if index else 0
-        return self._data[start : int(ends[index])].decode("utf-8", "surrogatepass")
+        return decode_key(self._data[start : int(ends[index])])
 
     def __iter__(self) -> Iterator[str]:
         return (self[i] for i in range(len(self)))
@@ -115,11 +115,11 @@ class KeyStore:
         return len(self._data) + self._ends.nbytes
 
     def append(self, key: str) -> None:
-        self._data += _encode(key)
+        self._data += encode_key(key)
         self._ends.append(len(self._data))
 
     def extend(self, keys: Iterable[str]) -> None:
-        encoded = [_encode(key) for key in keys]
+        encoded = [encode_key(key) for key in keys]
         lengths = np.fromiter(map(len, encoded), dtype=np.uint64, count=len(encoded))
         self._ends.extend(len(self._data) + np.cumsum(lengths, dtype=np.uint64))
         self._data += b"".join(encoded)
@@ -138,11 +138,20 @@ class KeyStore:
         return KeyStore.from_buffer(data.tobytes(), np.cumsum(lengths[keep], dtype=np.uint64))
 
 
-def _encode(key: str) -> bytes:
+def encode_key(key: str) -> bytes:
     if not isinstance(key, str):
         raise TypeError(f"a key is a str, not {type(key).__name__}: {key!r}")
     # surrogatepass: any Python str round-trips, even lone surrogates from bad input
     return key.encode("utf-8", "surrogatepass")
+
+
+def decode_key(data: bytes | bytearray) -> str:
+    """The key :func:`encode_key` wrote; bytes damaged since (a bad disk, a stray
+    write) come back as U+FFFD rather than fail every query that meets them."""
+    try:
+        return data.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace")
 
 
 def fingerprint_array(values: Iterable[int] | npt.NDArray[Any]) -> npt.NDArray[np.uint64]:

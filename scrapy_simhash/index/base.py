@@ -4,7 +4,8 @@ Error hierarchy::
 
     SimhashIndexError
      +-- IndexFormatError (also ValueError)   a file of another format/version, foreign or corrupt
-     +-- IndexUnavailableError                the backend cannot be reached (e.g. Redis went away)
+     +-- IndexUnavailableError                the backend cannot be reached or written to
+                                              (Redis went away, the disk is full)
 
 An index stores ``(fingerprint, key)`` pairs (the key is usually the page URL or an
 item id) and finds every stored fingerprint within Hamming distance
@@ -36,7 +37,7 @@ class IndexFormatError(SimhashIndexError, ValueError):
 
 
 class IndexUnavailableError(SimhashIndexError):
-    """The backend cannot be reached right now (a network store went away)."""
+    """The backend cannot be reached or written right now (Redis went away, a full disk)."""
 
 
 @dataclass(frozen=True, slots=True)

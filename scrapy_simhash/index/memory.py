@@ -146,16 +146,17 @@ class MemoryIndex(SimhashIndex):
                     yield fingerprint, self._keys[row]
 
     def describe(self) -> dict[str, Any]:
-        usage = self.memory_usage()
-        size = max(len(self), 1)
-        return {
+        described = {
             **super().describe(),
             "design": self.design.describe(),
             "buffered": len(self._buffer),
             "removed_pending": len(self._removed),
-            "index_bytes_per_fingerprint": round(usage["index_bytes"] / size, 1),
-            "key_bytes_per_fingerprint": round(usage["key_bytes"] / size, 1),
         }
+        if len(self):  # per fingerprint means nothing for an empty index
+            usage = self.memory_usage()
+            for part in ("index", "key"):
+                described[f"{part}_bytes_per_fingerprint"] = round(usage[f"{part}_bytes"] / len(self), 1)
+        return described
 
     def memory_usage(self) -> dict[str, int]:
         """Allocated bytes of the index structure and of the keys (buffer excluded)."""

@@ -38,12 +38,13 @@ from ._redis_layout import (
     parse_matches,
 )
 from ._redis_lua import CHECK_AND_ADD, ENSURE_META, REMOVE
-from ._storage import _encode as encode_key
+from ._storage import encode_key
 from ._tables import TableDesign, make_design
 from .base import Match, SimhashIndex
 
 _PIPELINE_CHUNK = 1000
 _ScriptCall = tuple[list[str], list[Any]]  # a script's keys and arguments
+
 
 class RedisIndex(SimhashIndex):
     """The shared index at a ``redis://`` or ``rediss://`` URL (password in the URL)."""
@@ -74,10 +75,14 @@ class RedisIndex(SimhashIndex):
         self._remove_script = self._client.register_script(REMOVE)
         self._meta_script = self._client.register_script(ENSURE_META)
         self._wanted = new_meta(max_distance, expected_size, signature, ttl)
-        with self._unavailable():
-            if reset:
-                self._delete_namespace()
-            self._adopt(self._ensure_meta())
+        try:
+            with self._unavailable():
+                if reset:
+                    self._delete_namespace()
+                self._adopt(self._ensure_meta())
+        except BaseException:
+            self._client.close()  # refused or unreachable: no pooled socket left behind
+            raise
 
     # -- the SimhashIndex interface -------------------------------------------------
 

@@ -1,0 +1,67 @@
+"""Low-level file I/O of the on-disk store: the lock, whole writes, atomic creation.
+
+Plain ``os`` calls, no buffering: a write that returns is in the kernel, so a
+killed process loses nothing it acknowledged (see :mod:`.disk`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+
+from .base import IndexFormatError, SimhashIndexError
+
+LOCK_NAME = "lock"
+
+
+def lock_directory(directory: str) -> int:
+    """Create *directory* if needed and lock it (``flock``): one process per store,
+    released by the kernel even when the process is killed."""
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise IndexFormatError(
+            f"{directory} is a file, not an index directory: give a directory path"
+        )
+    os.makedirs(directory, exist_ok=True)
+    fd = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise SimhashIndexError(
+            f"{directory} is in use by another process (one crawl at a time)"
+        ) from None
+    return fd
+
+
+def read_prefix(path: str, size: int) -> bytearray:
+    """The first *size* bytes of *path*, read straight into one buffer."""
+    data = bytearray(size)
+    view, done = memoryview(data), 0
+    with open(path, "rb", buffering=0) as file:
+        while done < size:
+            read = file.readinto(view[done:])
+            if not read:
+                raise IndexFormatError(
+                    f"{path} ended at byte {done}, before the keys its records point at"
+                )
+            done += read
+    return data
+
+
+def write_new(path: str, data: bytes) -> None:
+    """Write a whole new file under a temporary name, then rename: all or nothing."""
+    temporary = path + ".tmp"
+    with open(temporary, "wb") as file:
+        file.write(data)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+
+
+def write_all(fd: int, data: bytes, durable: bool) -> None:
+    """``os.write`` until all of *data* is written (it may write less); ``fsync`` if *durable*."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    if durable:
+        os.fsync(fd)
