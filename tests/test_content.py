@@ -1,6 +1,9 @@
 from __future__ import annotations
 
-from scrapy_simhash.core import content, text
+import pytest
+
+from scrapy_simhash.core import boilerplate, content, text
+from scrapy_simhash.core.boilerplate import prune_boilerplate
 
 ARTICLE = " ".join(f"sentence {n} of the article body, with words that matter." for n in range(40))
 
@@ -68,3 +71,38 @@ def test_biggest_section_wins_but_title_stays() -> None:
 def test_page_without_body_or_text() -> None:
     assert content.extract_main_blocks(text.parse_html("<html><p>only</p></html>")) == ["only"]
     assert content.extract_main_blocks(text.parse_html("<html><body><img src=x></body></html>")) == []
+
+
+def test_boilerplate_holding_most_of_the_page_is_kept() -> None:
+    # A site that wraps its whole page in a "page-header" div, beside a small footer.
+    html = (
+        f"<body><div class='page-header'><h1>Title</h1><p>{ARTICLE}</p>"
+        "<nav>Home | Docs</nav></div><footer>Copyright 2024 footer text</footer></body>"
+    )
+    extracted = _extract(html)
+    assert "sentence 39 of the article body" in extracted
+    assert "Home | Docs" not in extracted and "Copyright" not in extracted
+
+
+def test_nested_and_adjacent_boilerplate_keeps_the_text_around_it() -> None:
+    root = text.parse_html(
+        f"<body><p>{ARTICLE}</p><div class='sidebar'>Side <div class='widget'>Widget</div> more</div>"
+        "after the sidebar<div class='ad-banner'>Buy now</div> and the end</body>"
+    )
+    prune_boilerplate(root.find("body"))
+    remaining = text.visible_text(root)
+    assert "after the sidebar" in remaining and "and the end" in remaining
+    for boilerplate in ("Side", "Widget", "more", "Buy now"):
+        assert boilerplate not in remaining
+
+
+def test_remembered_verdicts_change_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    html = (
+        f"<body><div class='post-body'><p>{ARTICLE}</p></div><div class='share-bar'>Share it</div>"
+        "<div role='navigation'>Menu</div><div style='display: none'>Hidden</div></body>"
+    )
+    expected = _extract(html)
+    monkeypatch.setattr(boilerplate, "_MAX_VERDICTS", 1)  # forgets all the time
+    assert _extract(html) == _extract(html) == expected
+    assert "sentence 0 of the article body" in expected
+    assert not any(word in expected for word in ("Share it", "Menu", "Hidden"))

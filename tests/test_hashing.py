@@ -9,6 +9,7 @@ from scrapy_simhash.core.hashing import (
     TokenHasher,
     block_shingle_hashes,
     check_key,
+    separated_shingle_hashes,
     shingle_hashes,
     shingles_per_block,
     token_hash,
@@ -72,6 +73,17 @@ def test_block_shingles_are_the_shingles_of_each_block(blocks: list[list[str]], 
     got = block_shingle_hashes(flat, size, lengths)
     assert got.tolist() == np.concatenate([np.empty(0, np.uint64), *expected]).tolist()
     assert [len(e) for e in expected] == shingles_per_block(lengths, size)
+
+
+@given(st.lists(token_lists, max_size=6), st.integers(1, 4))
+def test_separated_shingles_are_the_block_shingles(blocks: list[list[str]], size: int) -> None:
+    hasher = TokenHasher()
+    joined = [t for n, block in enumerate(blocks) for t in ([] if n == 0 else ["\x1e"]) + block]
+    hashes = hasher(joined)
+    is_separator = np.array([t == "\x1e" for t in joined], dtype=bool)
+    got = separated_shingle_hashes(hashes, is_separator, size)
+    expected = block_shingle_hashes(hashes[~is_separator], size, [len(block) for block in blocks])
+    assert sorted(got.tolist()) == sorted(expected.tolist())
 
 
 def test_shingle_hashes_are_well_spread() -> None:

@@ -110,6 +110,33 @@ def test_raw_tokens_match_tokens_on_corpus_pages(lang: str) -> None:
         assert [_decoded(t) for t in tokenize.raw(text)] == tokenize(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "中文字符", "rjieba是jieba的rust移植版本", "\u4e00\u9fd5\u9fd6 カナ の 한국어 ไทย",
+        "a\x1e中\x1e\x1eb", "", "数字 2023年",
+    ],  # fmt: skip
+)
+def test_char_tokens_are_han_runs_cut_into_characters(text: str) -> None:
+    assert Tokenizer(segmenter="char")(text) == _char_tokens_run_by_run(text)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_char_tokens_match_run_by_run_cutting_on_corpus_pages(lang: str) -> None:
+    tokenize = Tokenizer(segmenter="char")
+    for text in _corpus_texts(lang, 40):
+        assert tokenize(text) == _char_tokens_run_by_run(text)
+
+
+def _char_tokens_run_by_run(text: str) -> list[str]:
+    """The reference: split at Han runs, each run one token per character, regex words between."""
+    pieces = segment._HAN_RUNS.split(text)
+    tokens = segment._WORD.findall(pieces[0])
+    for run, after in zip(pieces[1::2], pieces[2::2]):
+        tokens += list(run) + segment._WORD.findall(after)
+    return tokens
+
+
 def _decoded(token: str | bytes) -> str:
     return token.decode() if isinstance(token, bytes) else token
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from scrapy_simhash.core import templates
 from scrapy_simhash.core.templates import TemplateMemory, block_key
 
 CHROME = ["home | docs | blog", "copyright example inc"]
@@ -73,3 +74,11 @@ def test_digits_do_not_count_in_block_keys() -> None:
 def test_bad_settings_fail_fast(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         TemplateMemory(**kwargs)  # type: ignore[arg-type]
+
+
+def test_remembered_block_keys_change_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    expected = _crawl(TemplateMemory(min_pages=3, min_share=0.0), pages=8)
+    monkeypatch.setattr(templates, "_REMEMBERED_KEYS", 2)  # forgets all the time
+    memory = TemplateMemory(min_pages=3, min_share=0.0)
+    assert _crawl(memory, pages=8) == expected
+    assert all(memory.is_template("example.com", block) for block in CHROME)

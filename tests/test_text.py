@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scrapy_simhash.core import text
 
@@ -75,3 +79,20 @@ def test_huge_page_is_cut_not_refused() -> None:
 def test_normalize() -> None:
     assert text.normalize("  Ｆｕｌｌ\u3000WIDTH\n\tStraße ") == "full width strasse"
     assert text.normalize_blocks(["A", "  ", "B\nC"]) == ["a", "b c"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "plain ascii", "café\xa0au lait…", "中文，标点（全角）：是；吗？！", "™ ½ ﬁ Ｆｕｌｌ",
+        "e\u0301 \u212b", "", "\ud800 x",
+    ],  # fmt: skip
+)
+def test_fast_nfkc_is_nfkc(content: str) -> None:
+    assert text._nfkc(content) == unicodedata.normalize("NFKC", content)
+
+
+@given(st.lists(st.text(alphabet=st.characters(blacklist_characters="\ue000")), max_size=6))
+def test_normalize_blocks_is_normalize_of_each_block(blocks: list[str]) -> None:
+    expected = [normalised for normalised in map(text.normalize, blocks) if normalised]
+    assert text.normalize_blocks(blocks) == expected

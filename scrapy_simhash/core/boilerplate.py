@@ -14,6 +14,7 @@ import re
 from lxml import etree
 
 _BOILERPLATE_TAGS = ("nav", "header", "footer", "aside", "form", "menu", "dialog")
+_BOILERPLATE_TAG_SET = frozenset(_BOILERPLATE_TAGS)
 #: Only these are checked for boilerplate class/id names: the containers, not inline text.
 _CONTAINER_TAGS = ("div", "section", "ul", "ol", "table")
 _BOILERPLATE_ROLES = frozenset(
@@ -41,6 +42,9 @@ _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGN
 #: An element holding more than this share of the page's text is never pruned:
 #: some sites wrap the whole page in a <header> or a "page-header" div.
 _MAX_PRUNED_SHARE = 0.8
+#: Verdicts on containers by their attributes, kept across pages (~300 bytes each).
+_VERDICTS: dict[tuple[tuple[str, str], ...], bool] = {}
+_MAX_VERDICTS = 4096
 
 
 def _text_chars(element: etree._Element) -> int:
@@ -48,36 +52,53 @@ def _text_chars(element: etree._Element) -> int:
     return len(serialised) - serialised.count(" ")
 
 
-def _names_boilerplate(names: str, cache: dict[str, bool]) -> bool:
-    verdict = cache.get(names)
-    if verdict is None:
-        verdict = cache[names] = _UNLIKELY.search(names) is not None
-    return verdict
-
-
-def _is_hidden(element: etree._Element) -> bool:
-    if element.get("hidden") is not None or element.get("aria-hidden") == "true":
+def _is_hidden(attributes: dict[str, str]) -> bool:
+    if "hidden" in attributes or attributes.get("aria-hidden") == "true":
         return True
-    style = element.get("style")
+    style = attributes.get("style")
     return style is not None and _HIDDEN_STYLE.search(style) is not None
 
 
 def _boilerplate_elements(body: etree._Element) -> list[etree._Element]:
-    found = list(body.iter(*_BOILERPLATE_TAGS))
-    cache: dict[str, bool] = {}
-    for element in body.iter(*_CONTAINER_TAGS):
-        if element.get("role") in _BOILERPLATE_ROLES or _is_hidden(element):
-            found.append(element)
-            continue
-        names, element_id = element.get("class"), element.get("id")
-        if names is None and element_id is None:
-            continue
-        says_boilerplate = (names is not None and _names_boilerplate(names, cache)) or (
-            element_id is not None and _UNLIKELY_ID.search(element_id) is not None
-        )
-        if says_boilerplate and not _LIKELY.search(f"{names} {element_id}"):
-            found.append(element)
-    return found
+    # One walk of the tree for both kinds (each walk of a big page costs ~0.1 ms); the
+    # tagged ones come first, as they are removed first.
+    tagged: list[etree._Element] = []
+    named: list[etree._Element] = []
+    for element in body.iter(*_BOILERPLATE_TAGS, *_CONTAINER_TAGS):
+        if element.tag in _BOILERPLATE_TAG_SET:
+            tagged.append(element)
+        elif _is_named_boilerplate(element):
+            named.append(element)
+    return tagged + named
+
+
+def _is_named_boilerplate(element: etree._Element) -> bool:
+    """Whether a container is boilerplate by its role, visibility or class/id names.
+
+    The verdict depends on the attributes only, and a site repeats the same ones
+    (``class="row"``) on every page: it is remembered, by all of them.
+    """
+    pairs = tuple(element.items())  # one call, instead of one per attribute looked up
+    if not pairs:
+        return False
+    verdict = _VERDICTS.get(pairs)
+    if verdict is None:
+        if len(_VERDICTS) >= _MAX_VERDICTS:
+            _VERDICTS.clear()  # simpler than LRU; a site's attributes come back at once
+        verdict = _VERDICTS[pairs] = _attributes_say_boilerplate(dict(pairs))
+    return verdict
+
+
+def _attributes_say_boilerplate(attributes: dict[str, str]) -> bool:
+    if attributes.get("role") in _BOILERPLATE_ROLES or _is_hidden(attributes):
+        return True
+    names, element_id = attributes.get("class"), attributes.get("id")
+    if names is None and element_id is None:
+        return False
+    says_boilerplate = (names is not None and _UNLIKELY.search(names) is not None) or (
+        element_id is not None and _UNLIKELY_ID.search(element_id) is not None
+    )
+    return says_boilerplate and not _LIKELY.search(f"{names} {element_id}")
 
 
 def prune_boilerplate(body: etree._Element) -> None:
@@ -85,12 +106,36 @@ def prune_boilerplate(body: etree._Element) -> None:
     doomed = _boilerplate_elements(body)
     if not doomed:
         return
+    if _all_small(body, doomed):
+        for element in doomed:
+            parent = element.getparent()
+            if parent is not None:
+                _remove_keeping_tail(parent, element)
+        return
     limit = _MAX_PRUNED_SHARE * _text_chars(body)
     for element in doomed:
         parent = element.getparent()
         if parent is None or _text_chars(element) > limit:
             continue  # already removed with an ancestor, or too big to be boilerplate
         _remove_keeping_tail(parent, element)
+
+
+def _all_small(body: etree._Element, doomed: list[etree._Element]) -> bool:
+    """Whether no doomed element can hold the share of the page that would save it.
+
+    Doomed elements that are not inside one another hold, together, at most the whole
+    page: when none is bigger than that share of them, none is bigger than that share
+    of the page, and the page need not be serialised to know it (~3 pages in 4).
+    Removing some only shrinks the others, so they all go.
+    """
+    sizes = [_text_chars(element) for element in doomed]
+    among = set(doomed)
+    outermost = sum(
+        size
+        for element, size in zip(doomed, sizes)
+        if not any(ancestor in among for ancestor in element.iterancestors())
+    )
+    return max(sizes) <= _MAX_PRUNED_SHARE * outermost
 
 
 def _remove_keeping_tail(parent: etree._Element, element: etree._Element) -> None:

@@ -19,13 +19,15 @@ Any callable ``(root) -> list[str]`` can replace :func:`extract_main_blocks` (se
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from lxml import etree
 
 from .boilerplate import prune_boilerplate
-from .text import split_blocks
+from .text import BLOCK_BOUNDARY, split_blocks
+from .textsize import (
+    LINK_CLOSE, LINK_OPEN, LINK_TEXT, ChildSizes, mark_links, measure, measure_both, visible_chars,
+)  # fmt: skip
 
 #: A pluggable extractor: parsed page (modifiable) -> its main-content text blocks.
 Extractor = Callable[[etree._Element], list[str]]
@@ -45,9 +47,7 @@ _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _MAX_LINK_DENSITY = 0.5
 #: Below this share of prose the page is a list of links (an index, a table of contents).
 _MIN_PROSE_SHARE = 0.3
-# Link text is wrapped in private-use characters (never rendered) while we measure.
-_LINK_OPEN, _LINK_CLOSE = "\ue001", "\ue002"
-_LINK_TEXT = re.compile("\ue001[^\ue002]*\ue002")
+_JOINER = BLOCK_BOUNDARY
 
 
 def extract_main_blocks(root: etree._Element) -> list[str]:
@@ -56,49 +56,28 @@ def extract_main_blocks(root: etree._Element) -> list[str]:
     if body is None:
         body = root
     prune_boilerplate(body)
-    _mark_links(body)
+    mark_links(body)
     # A table of contents is all links: then the links are the content.
-    prose = measure(body)
-    links_are_content = prose < _MIN_PROSE_SHARE * measure(body, prose=False)
+    prose, everything = measure_both(body)
+    links_are_content = prose < _MIN_PROSE_SHARE * everything
     if links_are_content:
-        container, titles = main_container(body, prose=False)
+        container, titles = main_container(body, prose=False, total=everything)
     else:
         container, titles = main_container(body, prose=True, total=prose)
     blocks = [block for title in titles for block in split_blocks(title)] + split_blocks(container)
     if not links_are_content:
-        blocks = [block for block in blocks if not _is_link_list(block)]
-    return [block.replace(_LINK_OPEN, "").replace(_LINK_CLOSE, "") for block in blocks]
-
-
-def _mark_links(body: etree._Element) -> None:
-    """Wrap the text of every link in markers, so link text can be counted in C."""
-    for link in body.iter("a"):
-        link.text = _LINK_OPEN + link.text if link.text else _LINK_OPEN
-        link.tail = _LINK_CLOSE + link.tail if link.tail else _LINK_CLOSE
-
-
-def _visible_chars(serialised: str) -> int:
-    # Spaces (indentation mostly) do not count; link markers neither.
-    return len(serialised) - serialised.count(" ") - 2 * serialised.count(_LINK_OPEN)
-
-
-def measure(element: etree._Element, prose: bool = True) -> int:
-    """Characters of text inside *element*, whitespace not counted.
-
-    With *prose*, link text is not counted either (links must have been marked by
-    :func:`_mark_links`).
-    """
-    serialised = etree.tostring(element, method="text", encoding=str, with_tail=False)
-    if prose and _LINK_OPEN in serialised:
-        serialised = _LINK_TEXT.sub("", serialised)
-    return _visible_chars(serialised)
+        blocks = [block for block in blocks if LINK_OPEN not in block or not _is_link_list(block)]
+    if not blocks:
+        return blocks
+    # Markers out of all blocks at once: they were cut at _JOINER, so none holds it.
+    unmarked = _JOINER.join(blocks).replace(LINK_OPEN, "").replace(LINK_CLOSE, "")
+    return unmarked.split(_JOINER)
 
 
 def _is_link_list(block: str) -> bool:
-    if _LINK_OPEN not in block:
-        return False
-    chars = _visible_chars(block)
-    return chars - _visible_chars(_LINK_TEXT.sub("", block)) > _MAX_LINK_DENSITY * chars
+    # Counting the (short) link texts, not the block less them: the same difference.
+    link_chars = visible_chars("".join(LINK_TEXT.findall(block)))
+    return link_chars > _MAX_LINK_DENSITY * visible_chars(block)
 
 
 def main_container(
@@ -113,17 +92,21 @@ def main_container(
     into a clear winner, three times the size of any sibling (a forum post above its
     replies). Headings left behind on the way down are kept (the title of an article
     whose biggest section won). Return the container and those headings.
+
+    *total*, if given, must be ``measure(body, prose)`` (sizes are derived from it).
     """
     titles: list[etree._Element] = []
-    heading = next(body.iter("h1"), None)
+    landmarks = list(body.iter("h1", "main", "article"))  # one walk of the tree for the three
+    heading = next((element for element in landmarks if element.tag == "h1"), None)
     on_heading_path = set(heading.iterancestors()) if heading is not None else set()
     on_heading_path.add(heading)
-    container, total = _semantic_start(body, prose, total)
+    container, total = _semantic_start(body, landmarks, prose, total)
     held = total
+    sizer = ChildSizes(prose)
     while held > 0:
-        found = _dominant_child(container, held, _DESCEND_SHARE * total, prose)
+        found = _dominant_child(sizer.of_children(container, held), held, _DESCEND_SHARE * total)
         if found is None and len(container) <= _MAX_CONTESTANTS:
-            sizes = [(measure(child, prose), child) for child in container]
+            sizes = [(chars, child) for child, chars in sizer.of_children(container, held)]
             found = _heading_child(sizes, held, on_heading_path)
             if found is None:
                 found = _clear_winner(sizes, held)
@@ -137,11 +120,13 @@ def main_container(
     return container, titles
 
 
-def _semantic_start(body: etree._Element, prose: bool, total: int | None) -> tuple[etree._Element, int]:
+def _semantic_start(
+    body: etree._Element, landmarks: list[etree._Element], prose: bool, total: int | None
+) -> tuple[etree._Element, int]:
     if total is None:
         total = measure(body, prose)
     for tag in ("main", "article"):
-        found = list(body.iter(tag))
+        found = [element for element in landmarks if element.tag == tag]
         if len(found) == 1:
             chars = measure(found[0], prose)
             if chars >= _FAIR_SHARE * total:
@@ -170,14 +155,15 @@ def _clear_winner(
 
 
 def _dominant_child(
-    parent: etree._Element, left: int, needed: float, prose: bool
+    children: Iterator[tuple[etree._Element, int]], left: int, needed: float
 ) -> tuple[etree._Element, int] | None:
-    """The child of *parent* (which holds *left* characters) holding *needed* of them."""
-    for child in parent:
-        if left < needed:
-            return None  # what remains cannot hold enough: stop measuring
-        chars = measure(child, prose)
+    """The child (of a parent holding *left* characters) holding *needed* of them."""
+    if left < needed:
+        return None
+    for child, chars in children:
         if chars >= needed:
             return child, chars
         left -= chars
+        if left < needed:
+            return None  # what remains cannot hold enough: stop measuring
     return None

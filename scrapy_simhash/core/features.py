@@ -91,29 +91,27 @@ class Featurizer:
             raise ValueError(f"{len(blocks)} blocks but {len(block_weights)} block weights")
         if self.shingle_size == 1 and block_weights is None:
             return self._unigrams("\n".join(blocks))
-        token_hashes, lengths = self._hash_blocks(blocks)
-        shingles = hashing.block_shingle_hashes(token_hashes, self.shingle_size, lengths)
+        token_hashes, is_separator = self._hash_blocks(blocks)
+        n_tokens = len(token_hashes) - int(np.count_nonzero(is_separator))
         if block_weights is None:
+            shingles = hashing.separated_shingle_hashes(token_hashes, is_separator, self.shingle_size)
             hashes, counts = np.unique(shingles, return_counts=True)
             weights = self._damp(counts)
         else:
+            lengths = _block_lengths(is_separator) if blocks else []
+            tokens = token_hashes[~is_separator]
+            shingles = hashing.block_shingle_hashes(tokens, self.shingle_size, lengths)
             hashes, weights = self._weigh_blocks(shingles, lengths, block_weights)
-        return Features(hashes, weights, len(token_hashes))
+        return Features(hashes, weights, n_tokens)
 
-    def _hash_blocks(self, blocks: list[str]) -> tuple[npt.NDArray[np.uint64], list[int]]:
-        """Token hashes of all blocks and each block's token count, from one tokenizer call."""
+    def _hash_blocks(self, blocks: list[str]) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+        """Token hashes of all blocks, separators between blocks included (and marked)."""
         separator = segment.BLOCK_SEPARATOR
         joined = separator.join(blocks)
         if joined.count(separator) > max(len(blocks) - 1, 0):  # one inside a block: no boundary
             joined = separator.join(block.replace(separator, " ") for block in blocks)
         token_hashes = self._hash_tokens(self.tokens.raw(joined))
-        is_separator = token_hashes == self._separator_hash
-        ends = np.flatnonzero(is_separator)
-        if not len(ends):
-            return token_hashes, [len(token_hashes)] if blocks else []
-        starts = np.concatenate([[0], ends + 1])
-        lengths = np.diff(np.concatenate([starts, [len(token_hashes) + 1]])) - 1
-        return token_hashes[~is_separator], lengths.tolist()
+        return token_hashes, token_hashes == self._separator_hash
 
     def _unigrams(self, content: str) -> Features:
         """The fast path of shingle size 1: count tokens, hash the distinct ones."""
@@ -152,3 +150,10 @@ class Featurizer:
         factors = np.zeros(len(hashes))
         np.maximum.at(factors, inverse, occurrence)
         return hashes, self._damp(counts, factors)
+
+
+def _block_lengths(is_separator: npt.NDArray[np.bool_]) -> list[int]:
+    """Tokens in each block, from the separator marks of the blocks' joined tokens."""
+    ends = np.flatnonzero(np.concatenate([is_separator, [True]]))  # the last block ends the text
+    lengths: list[int] = (np.diff(np.concatenate([[-1], ends])) - 1).tolist()
+    return lengths

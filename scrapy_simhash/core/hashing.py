@@ -84,36 +84,40 @@ class TokenHasher:
         ids = self._ids_of(counts)  # first: it may grow the table
         return self._table[ids], np.fromiter(counts.values(), dtype=np.intp, count=len(counts))
 
-    def _ids_of(self, tokens: Iterable[str] | Iterable[bytes]) -> npt.NDArray[np.intp]:
+    def _ids_of(self, tokens: Sequence[str] | Sequence[bytes] | TokenCounts) -> npt.NDArray[np.intp]:
         first = next(iter(tokens), None)
         if first is None:
             return np.empty(0, dtype=np.intp)
-        known = self._ids[type(first)]
-        try:
-            # A C loop of dict lookups; a new token gives None, and NumPy a TypeError.
-            return np.array(list(map(known.get, tokens)), dtype=np.intp)
-        except TypeError:
-            return np.array(self._learn(tokens, type(first)), dtype=np.intp)
-
-    def _learn(self, tokens: Iterable[str] | Iterable[bytes], kind: type) -> list[int]:
-        """Hash the new tokens of *tokens* and return the ids of all of them."""
-        known = self._ids[kind]
+        kind = type(first)
+        # Nearly every page brings new tokens (names, numbers: Zipf's long tail), so
+        # learn them first (a set difference, in C) and then map every token once.
         distinct: set[Token] = set(tokens)
-        new = distinct.difference(known)
-        if self._size + len(new) > self._capacity:
-            for ids in self._ids.values():  # simpler than LRU; frequent tokens come back at once
-                ids.clear()
-            self._size = 0
-            new = distinct
+        new = distinct.difference(self._ids[kind])
+        if new:
+            if self._size + len(new) > self._capacity:
+                for ids in self._ids.values():  # simpler than LRU; frequent tokens come back at once
+                    ids.clear()
+                self._size = 0
+                new = distinct
+            self._learn(new, kind)
+        known = self._ids[kind]
+        return np.fromiter(map(known.__getitem__, tokens), dtype=np.intp, count=len(tokens))
+
+    def _learn(self, new: set[Token], kind: type) -> None:
+        """Give the *new* tokens ids and hash them, all at once (no NumPy call per token)."""
+        tokens = list(new)
         first = self._size
-        self._size += len(new)
+        self._size += len(tokens)
         if self._size > len(self._table):
             self._table = np.resize(self._table, max(self._size, 2 * len(self._table)))
+        self._ids[kind].update(zip(tokens, range(first, self._size)))
+        data = [
+            token if isinstance(token, bytes) else token.encode("utf-8", "surrogatepass") for token in tokens
+        ]
         key = self._key
-        for offset, token in enumerate(new):
-            known[token] = first + offset
-            self._table[first + offset] = token_hash(token, key)
-        return list(map(known.__getitem__, tokens))
+        # As token_hash(): the 8-byte digest read as a little-endian integer.
+        digests = b"".join([hashlib.blake2b(item, digest_size=8, key=key).digest() for item in data])
+        self._table[first : self._size] = np.frombuffer(digests, dtype="<u8")
 
 
 def mix64(values: Hashes) -> Hashes:
@@ -169,6 +173,49 @@ def _contiguous_shingle_hashes(token_hashes: Hashes, size: int) -> Hashes:
     for step in range(1, span):
         acc *= _CHAIN
         acc ^= token_hashes[step : step + count]
+    return mix64(acc)
+
+
+def separated_shingle_hashes(
+    token_hashes: Hashes, is_separator: npt.NDArray[np.bool_], size: int
+) -> Hashes:
+    """The shingles of :func:`block_shingle_hashes`, in another order, from the tokens
+    of all blocks with the separators between them still in place (``is_separator``).
+
+    For when their order does not matter (a page's features are sorted): the windows
+    of *size* tokens are chained over slices, then those holding a separator dropped;
+    only blocks shorter than *size* go through index arrays.
+
+    >>> h = np.array([1, 2, 3, 0, 4, 5], dtype=np.uint64)  # (1 2 3) | (4 5)
+    >>> got = separated_shingle_hashes(h, h == 0, 2)
+    >>> sorted(got.tolist()) == sorted(block_shingle_hashes(h[h != 0], 2, [3, 2]).tolist())
+    True
+    """
+    count = max(len(token_hashes) - size + 1, 0)
+    acc = token_hashes[:count].copy()
+    clean = ~is_separator[:count]
+    for step in range(1, size):
+        acc *= _CHAIN
+        acc ^= token_hashes[step : step + count]
+        clean &= ~is_separator[step : step + count]
+    short = _short_block_hashes(token_hashes, is_separator, size, clean)
+    return np.concatenate([mix64(acc[clean]), short])
+
+
+def _short_block_hashes(
+    token_hashes: Hashes, is_separator: npt.NDArray[np.bool_], size: int, clean: npt.NDArray[np.bool_]
+) -> Hashes:
+    """One shingle for each block shorter than *size* (*clean*: full windows without a separator)."""
+    bounded = np.concatenate([[True], is_separator, [True]])
+    starts_block = ~is_separator & bounded[:-2]
+    starts_block[: len(clean)] &= ~clean  # a full window starts there: not a short block
+    starts = np.flatnonzero(starts_block)
+    ends = np.flatnonzero(bounded[1:])  # separators, and the end
+    spans = ends[np.searchsorted(ends, starts)] - starts
+    padded = np.concatenate([token_hashes, np.zeros(size, dtype=np.uint64)])
+    acc = padded[starts]
+    for step in range(1, size):
+        acc = np.where(step < spans, (acc * _CHAIN) ^ padded[starts + step], acc)
     return mix64(acc)
 
 

@@ -53,6 +53,9 @@ _WORD = re.compile(
     f"[^\\W{_NOT_WORD}]+(?:[{_MARKS}]+[^\\W{_NOT_WORD}]*)*"
     f"|[{_HIRAGANA}]+|[{_KATAKANA}]+|[{_OTHER_IDEOGRAPHS}{_UNSPACED}]|{BLOCK_SEPARATOR}"
 )
+# With the "char" segmenter a Han character is a token: one findall does all the text
+# (a _WORD match never holds Han, so it never crosses a Han run).
+_CHAR_OR_WORD = re.compile(f"[{_SEGMENTED_HAN}]|{_WORD.pattern}")
 # Text with none of these characters (most Latin, Cyrillic, Greek, Hangul text) is
 # tokenized by plain \w+, ~2x faster than _WORD. Planes 2-3 ideographs are left out
 # because a class with astral ranges is searched ~2x slower; alone, without any BMP
@@ -107,11 +110,16 @@ class Tokenizer:
 
         :mod:`.hashing` hashes a token and its UTF-8 bytes alike.
         """
-        if not _NEEDS_SCRIPT_RULES.search(text):
+        # Blanking punctuation changes no token (it is never part of one), and leaves
+        # most English text ASCII: known plain without a regex scan.
+        text = _blank_punctuation(text)
+        if text.isascii() or not _NEEDS_SCRIPT_RULES.search(text):
             return _plain_tokens(text)
         return self._with_script_rules(text)
 
     def _with_script_rules(self, text: str) -> list[str]:
+        if self.segmenter == "char":
+            return _CHAR_OR_WORD.findall(text)
         pieces = _HAN_RUNS.split(text)
         tokens = _WORD.findall(pieces[0])
         for index in range(1, len(pieces), 2):
@@ -151,11 +159,10 @@ def _plain_tokens(text: str) -> list[bytes]:
     >>> _plain_tokens("don’t panic: naïve (x²)")
     [b'don', b't', b'panic', b'na\\xc3\\xafve', b'x\\xc2\\xb2']
     """
-    text = text.replace(BLOCK_SEPARATOR, f" {BLOCK_SEPARATOR} ")  # a token of its own
-    for mark in _COMMON_PUNCTUATION:
-        if mark in text:
-            text = text.replace(mark, " ")
+    text = _blank_punctuation(text.replace(BLOCK_SEPARATOR, f" {BLOCK_SEPARATOR} "))
     data = text.encode("utf-8", "surrogatepass").translate(_ASCII_TO_SPACE)
+    if text.isascii():  # most English pages, once punctuation is blanked: no regex scan
+        return data.split()
     tokens: list[bytes] = []
     done = 0
     for run in _NON_ASCII.finditer(data):
@@ -170,6 +177,14 @@ def _plain_tokens(text: str) -> list[bytes]:
         done = end
     tokens += data[done:].split()
     return tokens
+
+
+def _blank_punctuation(text: str) -> str:
+    """*text* with the commonest non-ASCII punctuation as spaces (no token changes)."""
+    for mark in _COMMON_PUNCTUATION:
+        if mark in text:
+            text = text.replace(mark, " ")
+    return text
 
 
 def check_segmenter(name: str) -> str:

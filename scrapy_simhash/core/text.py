@@ -17,9 +17,11 @@ from w3lib.encoding import html_body_declared_encoding, html_to_unicode, read_bo
 #: far smaller, and an unbounded body must not stall a crawl.
 MAX_HTML_BYTES = 4 * 1024 * 1024
 
+# No table of ids (collect_ids): nothing looks elements up by id, and it costs ~4%.
 _PARSER = etree.HTMLParser(
-    encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True, recover=True
-)
+    encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True, recover=True,
+    collect_ids=False,
+)  # fmt: skip
 _INVISIBLE_TAGS = (
     "script", "style", "noscript", "template", "svg", "iframe", "head", "object", "embed",
     "canvas", "math", "select", "textarea", "button", etree.Comment, etree.ProcessingInstruction,
@@ -30,8 +32,16 @@ BLOCK_TAGS = frozenset(
     "figure footer form h1 h2 h3 h4 h5 h6 header hr html li main nav ol p pre section summary "
     "table tbody td tfoot th thead tr ul caption center menu legend".split()
 )
-# Marks block boundaries in serialised text (a private-use character, never rendered).
-_BLOCK_SEPARATOR = "\ue000"
+#: Marks block boundaries in serialised text (a private-use character, never rendered):
+#: no block from :func:`split_blocks` holds it.
+BLOCK_BOUNDARY = "\ue000"
+# The characters that keep the text of dev-corpus pages from being NFKC already, nearly
+# all (no-break space, ellipsis, full-width punctuation of Chinese text), with their
+# NFKC forms: all ASCII.
+_COMPATIBILITY_PUNCTUATION = tuple(
+    (character, unicodedata.normalize("NFKC", character))
+    for character in "\xa0\u2026\u2122\uff01\uff05\uff06\uff08\uff09\uff0c\uff0d\uff0f\uff1a\uff1b\uff1f"
+)
 # Magic numbers of common non-HTML bodies served as text/html by mistake.
 _BINARY_MAGIC = (b"%PDF", b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"PK\x03\x04", b"\x1f\x8b", b"BZh")
 _UTF8_NAMES = frozenset({"utf-8", "utf8", "utf_8"})
@@ -74,7 +84,7 @@ def _check_body(body: bytes) -> None:
     head = body[:1024]
     if b"\x00" in head or head.startswith(_BINARY_MAGIC):
         raise NotHtmlError("binary")
-    if not body.strip():
+    if not body or body.isspace():  # not body.strip(): that copies the whole body
         raise NotHtmlError("empty")
     if b"<" not in body:
         raise NotHtmlError("not_html")
@@ -115,12 +125,28 @@ def normalize(content: str) -> str:
 def normalize_blocks(blocks: list[str]) -> list[str]:
     """:func:`normalize` each block, in one NFKC and case-fold call; empty ones dropped.
 
-    >>> normalize_blocks(["  Ｈｅｌｌｏ\n World ", " ", "ÉTÉ"])
+    >>> normalize_blocks(["  Ｈｅｌｌｏ\\n World ", " ", "ÉTÉ"])
     ['hello world', 'été']
     """
-    joined = unicodedata.normalize("NFKC", _BLOCK_SEPARATOR.join(blocks)).casefold()
-    normalised = (" ".join(block.split()) for block in joined.split(_BLOCK_SEPARATOR))
+    joined = _nfkc(BLOCK_BOUNDARY.join(blocks)).casefold()
+    normalised = (" ".join(block.split()) for block in joined.split(BLOCK_BOUNDARY))
     return [block for block in normalised if block]
+
+
+def _nfkc(content: str) -> str:
+    """``unicodedata.normalize("NFKC", content)``, ~5x faster on most pages.
+
+    Most pages are NFKC already but for a few compatibility characters (full-width
+    punctuation, no-break spaces): those are replaced by their NFKC forms, which are
+    ASCII (so NFKC of the result is NFKC of the original), and only when what is left
+    is not NFKC does the full normalisation run.
+    """
+    for character, replacement in _COMPATIBILITY_PUNCTUATION:
+        if character in content:
+            content = content.replace(character, replacement)
+    if unicodedata.is_normalized("NFKC", content):
+        return content
+    return unicodedata.normalize("NFKC", content)
 
 
 def visible_text(root: etree._Element) -> str:
@@ -136,8 +162,10 @@ def split_blocks(element: etree._Element) -> list[str]:
     The tree is modified (separators added).
     """
     for block in element.iter(*BLOCK_TAGS):
-        block.text = _BLOCK_SEPARATOR + block.text if block.text else _BLOCK_SEPARATOR
+        text = block.text  # read once: each read decodes a new string
+        block.text = BLOCK_BOUNDARY + text if text else BLOCK_BOUNDARY
         if block is not element:
-            block.tail = _BLOCK_SEPARATOR + block.tail if block.tail else _BLOCK_SEPARATOR
+            tail = block.tail
+            block.tail = BLOCK_BOUNDARY + tail if tail else BLOCK_BOUNDARY
     serialised = etree.tostring(element, method="text", encoding=str, with_tail=False)
-    return [block for block in serialised.split(_BLOCK_SEPARATOR) if block and not block.isspace()]
+    return [block for block in serialised.split(BLOCK_BOUNDARY) if block and not block.isspace()]
