@@ -6,7 +6,14 @@ import functools
 import logging
 import os
 
-from .base import IndexFormatError, IndexUnavailableError, Match, SimhashIndex, SimhashIndexError
+from .base import (
+    DEFAULT_MAX_DISTANCE,
+    IndexFormatError,
+    IndexUnavailableError,
+    Match,
+    SimhashIndex,
+    SimhashIndexError,
+)
 from .disk import DiskIndex
 from .memory import MemoryIndex
 
@@ -28,7 +35,7 @@ __all__ = [
 def open_index(
     spec: str | os.PathLike[str] | None = None,
     *,
-    max_distance: int = 3,
+    max_distance: int = DEFAULT_MAX_DISTANCE,
     expected_size: int = 1_000_000,
     namespace: str = "",
     signature: str = "",

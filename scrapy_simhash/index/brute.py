@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from ..core.fingerprint import check_fingerprint
 from ._storage import GrowableArray, KeyStore, entry_columns
-from .base import Match, SimhashIndex
+from .base import DEFAULT_MAX_DISTANCE, Match, SimhashIndex
 
 
 class BruteForceIndex(SimhashIndex):
@@ -22,7 +22,7 @@ class BruteForceIndex(SimhashIndex):
 
     backend_name = "brute-force"
 
-    def __init__(self, max_distance: int = 3) -> None:
+    def __init__(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> None:
         super().__init__(max_distance)
         self._fingerprints = GrowableArray(np.uint64)
         self._keys = KeyStore()
@@ -32,7 +32,7 @@ class BruteForceIndex(SimhashIndex):
         cls,
         fingerprints: Iterable[int] | npt.NDArray[Any],
         keys: Sequence[str] | KeyStore,
-        max_distance: int = 3,
+        max_distance: int = DEFAULT_MAX_DISTANCE,
     ) -> BruteForceIndex:
         """An index over these entries without a Python call per entry (benchmarks)."""
         fps, index_keys = entry_columns(fingerprints, keys)

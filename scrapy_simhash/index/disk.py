@@ -22,7 +22,7 @@ import numpy as np
 from ..core.fingerprint import check_fingerprint
 from . import _logfile as lf
 from ._diskstore import DiskStore
-from .base import Match, SimhashIndex
+from .base import DEFAULT_MAX_DISTANCE, Match, SimhashIndex
 from .memory import MemoryIndex
 
 _OPEN_STORES: dict[str, DiskStore] = {}
@@ -43,7 +43,7 @@ class DiskIndex(SimhashIndex):
     def __init__(
         self,
         path: str | os.PathLike[str],
-        max_distance: int = 3,
+        max_distance: int = DEFAULT_MAX_DISTANCE,
         *,
         expected_size: int = 1_000_000,
         namespace: str = "",

@@ -29,7 +29,7 @@ from ..core.fingerprint import check_fingerprint
 from ._buckets import SortedBuckets, WriteBuffer, bucket_stats
 from ._storage import GrowableArray, KeyStore, entry_columns, fingerprint_array
 from ._tables import TableDesign, choose_design, design_for_size
-from .base import Match, SimhashIndex
+from .base import DEFAULT_MAX_DISTANCE, Match, SimhashIndex
 
 _MIN_BUFFER = 4096
 _MAX_BUFFER = 1 << 17
@@ -52,7 +52,7 @@ class MemoryIndex(SimhashIndex):
 
     def __init__(
         self,
-        max_distance: int = 3,
+        max_distance: int = DEFAULT_MAX_DISTANCE,
         expected_size: int = 1_000_000,
         design: TableDesign | None = None,
     ) -> None:
@@ -75,7 +75,7 @@ class MemoryIndex(SimhashIndex):
         cls,
         fingerprints: Iterable[int] | npt.NDArray[Any],
         keys: Sequence[str] | KeyStore,
-        max_distance: int = 3,
+        max_distance: int = DEFAULT_MAX_DISTANCE,
         design: TableDesign | None = None,
     ) -> MemoryIndex:
         """An index over these entries built in bulk (sorts, no per-entry Python)."""
