@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import random
 import time
 import uuid
 
@@ -191,3 +192,49 @@ def test_a_bucket_hit_whose_key_record_was_evicted_does_not_block_storing(redis_
         assert index.add_if_new(0xABCD, "again") is None
         assert [match.key for match in index.query(0xABCD)] == ["again"]
         client.close()
+
+
+def _random_bits(rng: random.Random, count: int) -> int:
+    return sum(1 << bit for bit in rng.sample(range(64), count))
+
+
+@pytest.mark.parametrize("ttl", [None, 3600])
+def test_full_buckets_match_brute_force(redis_url: str, ttl: int | None) -> None:
+    # A small expected size makes few, full buckets: the check script then finds the
+    # candidates of each table by its leading 16 bits (string.find) instead of a scan.
+    rng = random.Random(ttl or 0)  # fixed seeds: a failure reproduces
+    bases = [rng.getrandbits(64) for _ in range(8)]
+    entries = [(base ^ _random_bits(rng, rng.randint(0, 6)), f"u{i}")
+               for i, base in enumerate(bases * 60)]
+    reference = BruteForceIndex(3)
+    reference.add_many(entries)
+    with RedisIndex(redis_url, expected_size=64, namespace=uuid.uuid4().hex, ttl=ttl) as index:
+        index.add_many(entries)
+        for _ in range(150):
+            query = rng.choice(bases) ^ _random_bits(rng, rng.randint(0, 8))
+            wildcard = _random_bits(rng, rng.choice([0, 4, 12]))
+            assert index.query(query, wildcard) == reference.query(query, wildcard)
+        new = rng.choice(bases) ^ _random_bits(rng, 5)
+        wildcard = _random_bits(rng, 12)
+        assert index.add_if_new(new, "new", wildcard) == reference.add_if_new(new, "new", wildcard)
+
+
+def test_leading_bytes_inside_a_record_are_no_candidate(redis_url: str) -> None:
+    # The query's leading bytes end the bucket's last record, where no record starts.
+    query, last = 0xAAAA_0000_0000_8000, 0x8000_0000_0000_AAAA
+    fillers = [0x8000_0000_0000_0000 | (i * 0x0F0F_0F0F_0F0F) for i in range(1, 9)]
+    entries = [(fp, hex(fp)) for fp in [*fillers, last]]
+    reference = BruteForceIndex(3)
+    reference.add_many(entries)
+    with RedisIndex(redis_url, expected_size=64, namespace=uuid.uuid4().hex) as index:
+        index.add_many(entries)
+        for wildcard in (0, 0xF, 0xFFF0_0000):
+            assert index.query(query, wildcard) == reference.query(query, wildcard) == []
+
+
+def test_a_fingerprint_inside_another_key_is_not_its_key(redis_url: str) -> None:
+    fingerprint = int.from_bytes(b"abcdefgh", "big")
+    with RedisIndex(redis_url, expected_size=64, namespace=uuid.uuid4().hex) as index:
+        index.add(fingerprint ^ 1 << 40, "https://example.com/abcdefgh")  # same key shard, first
+        index.add(fingerprint, "own")
+        assert [m.key for m in index.query(fingerprint) if m.fingerprint == fingerprint] == ["own"]

@@ -26,6 +26,10 @@ MAX_KEY_BYTES = 0xFFFF
 _ROWS_PER_BUCKET_LOG2 = 5
 # ~32 key records per key shard.
 _KEYS_PER_SHARD_LOG2 = 5
+# B = 4 blocks of 16 bits, table t leading with block t (k = 3): the check script
+# finds candidates by their 2 bytes of block t (see _redis_lua.leading).
+_BYTE_BLOCKS = ((48, 16), (32, 16), (16, 16), (0, 16))
+_BYTE_TABLES = ((0,), (1,), (2,), (3,))
 
 
 def new_meta(
@@ -74,6 +78,12 @@ def check_meta(meta: dict[str, str], wanted: dict[str, str], max_distance: int, 
             f"{where} was created for max_distance <= {meta['max_distance']}, "
             f"not {max_distance}: reset it or use another namespace"
         )
+
+
+def byte_block_prefix_bits(design: TableDesign) -> int:
+    """*design*'s prefix bits if table t leads with bytes 2t, 2t + 1 of a record, else 0."""
+    aligned = design.blocks == _BYTE_BLOCKS and design.tables == _BYTE_TABLES
+    return design.prefix_bits if aligned else 0
 
 
 def pack(fingerprint: int) -> bytes:

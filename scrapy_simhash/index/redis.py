@@ -31,6 +31,7 @@ from ._redis_client import connect, glob_escape, is_no_meta, safe_url, unavailab
 from ._redis_layout import (
     MAX_KEY_BYTES,
     BucketSizes,
+    byte_block_prefix_bits,
     check_meta,
     new_meta,
     pack,
@@ -203,23 +204,28 @@ class RedisIndex(SimhashIndex):
         return keys, self._script_args(mode, fingerprint, key, wildcard, tables)
 
     def _script_keys(self, fingerprint: int) -> list[str]:
-        buckets = [
-            f"{self._prefix}t{t}:{b:x}" for t, b in enumerate(self.design.bucket_keys(fingerprint))
-        ]
+        buckets = enumerate(self.design.bucket_keys(fingerprint))
+        return self._keys_around(self._bucket_names(buckets), fingerprint)
+
+    def _keys_around(self, buckets: list[str], fingerprint: int) -> list[str]:
+        """The script's keys: *buckets*, then the key shard, the counter and the meta hash."""
         shard = f"{self._prefix}k{fingerprint >> (64 - self._shard_bits)}"
         return [*buckets, shard, self._prefix + "n", self._prefix + "meta"]
 
+    def _bucket_names(self, buckets: Iterable[tuple[int, int]]) -> list[str]:
+        """Redis names of (table, bucket key) pairs."""
+        return [f"{self._prefix}t{t}:{b:x}" for t, b in buckets]
+
     def _probe_keys(self, fingerprint: int, wildcard: int) -> tuple[list[str], bytes]:
-        """The script's keys: own buckets first, then the other buckets a wildcard probe visits."""
-        keys = self._script_keys(fingerprint)
-        if not wildcard:
-            return keys, bytes(range(len(self.design.tables)))
+        """The script's keys: own buckets first, then the other buckets a wildcard probe
+        visits; and the table of each bucket, one byte each."""
         own = self.design.bucket_keys(fingerprint)
-        extra = [(t, b) for t, probes in enumerate(self.design.probe_keys(fingerprint, wildcard))
-                 for b in probes if b != own[t]]
-        names = [f"{self._prefix}t{t}:{b:x}" for t, b in extra]
-        tables = bytes([*range(len(own)), *(t for t, _ in extra)])
-        return [*keys[: len(own)], *names, *keys[len(own) :]], tables
+        buckets = list(enumerate(own))
+        if wildcard:
+            probes = self.design.probe_keys(fingerprint, wildcard)
+            buckets += [(t, b) for t, keys in enumerate(probes) for b in keys if b != own[t]]
+        tables = bytes(t for t, _ in buckets)
+        return self._keys_around(self._bucket_names(buckets), fingerprint), tables
 
     def _script_args(
         self, mode: str, fingerprint: int, key: str, wildcard: int, tables: bytes
@@ -241,6 +247,7 @@ class RedisIndex(SimhashIndex):
             pack(~wildcard & 0xFFFF_FFFF_FFFF_FFFF),
             tables,
             len(self.design.tables),
+            self._byte_block_prefix,
         ]
 
     def _ensure_meta(self) -> dict[str, str]:
@@ -258,6 +265,7 @@ class RedisIndex(SimhashIndex):
             int(meta["max_distance"]), int(meta["blocks"]), int(meta["prefix_bits"])
         )
         self._shard_bits = int(meta["shard_bits"])
+        self._byte_block_prefix = byte_block_prefix_bits(self.design)
         self._record_bytes = 12 if self.ttl else 8
 
     def _scan(self, pattern: str) -> Iterator[str]:
