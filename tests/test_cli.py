@@ -128,3 +128,14 @@ def test_dedup_reports_bad_input_and_bad_options_without_a_traceback(
     (tmp_path / "ok.jsonl").write_text("{}\n")
     status, _, err = run_cli(capsys, "dedup", str(tmp_path / "ok.jsonl"), "-k", "40")
     assert status == 1 and "max_distance" in err
+
+
+def test_wildcard_bits_reach_the_fingerprinter(
+    pages: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "pages.jsonl"
+    source.write_text(json.dumps({"id": "a", "html": pages["original"].read_text()}) + "\n")
+    status, _, err = run_cli(capsys, "dedup", str(source), "--quiet", "--wildcard-bits", "40")
+    assert status == 1 and "wildcard_bits must be between 0 and 32" in err
+    status, out, _ = run_cli(capsys, "dedup", str(source), "--quiet", "--wildcard-bits", "0")
+    assert status == 0 and json.loads(out)["duplicate_of"] is None

@@ -10,7 +10,7 @@ from ..index.base import DEFAULT_MAX_DISTANCE
 
 
 def add_fingerprint_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--hash-key`` and ``--min-tokens``: the options a user may need to match a crawl."""
+    """``--hash-key``, ``--min-tokens``, ``--wildcard-bits``: what a user may need to match a crawl."""
     parser.add_argument(
         "--hash-key",
         default=os.environ.get("SIMHASH_HASH_KEY", ""),
@@ -22,6 +22,14 @@ def add_fingerprint_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=FingerprintOptions().min_tokens,
         help="pages with fewer tokens are not fingerprinted (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--wildcard-bits",
+        type=int,
+        default=FingerprintOptions().wildcard_bits,
+        metavar="M",
+        help="least-confident bits of a page its check may ignore (default: %(default)s; "
+        "0: plain Hamming distance), as SIMHASH_WILDCARD_BITS",
     )
 
 
@@ -45,5 +53,7 @@ def add_distance_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def fingerprinter_from_args(args: argparse.Namespace) -> Fingerprinter:
-    options = FingerprintOptions(hash_key=args.hash_key.encode(), min_tokens=args.min_tokens)
+    options = FingerprintOptions(
+        hash_key=args.hash_key.encode(), min_tokens=args.min_tokens, wildcard_bits=args.wildcard_bits
+    )
     return Fingerprinter(options)

@@ -7,7 +7,8 @@ from collections import Counter
 from typing import Any
 
 from .. import evaluation
-from ..core.fingerprinter import Fingerprinter, FingerprintOptions
+from ..core.fingerprinter import Fingerprinter
+from ._common import add_fingerprint_arguments, fingerprinter_from_args
 from ._io import read_jsonl, warn
 
 _DEFAULT_KS = "3,4,5,6,7,8"
@@ -30,10 +31,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("-k", "--k", "--max-distance", dest="max_distance", default=_DEFAULT_KS,
                         metavar="K[,K...]",
                         help="distances to score, 0..8 (default: %(default)s)")
-    parser.add_argument("--wildcard-bits", type=int, default=FingerprintOptions().wildcard_bits,
-                        metavar="M",
-                        help="least-confident bits a query may ignore (default: %(default)s; "
-                        "0 scores plain Hamming distance)")
+    add_fingerprint_arguments(parser)
     parser.add_argument("--plot", metavar="FILE.png",
                         help="draw the distance histogram (needs the 'plot' extra: matplotlib)")
     parser.set_defaults(func=run)
@@ -41,8 +39,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     ks = _parse_ks(args.max_distance)
-    options = FingerprintOptions(wildcard_bits=args.wildcard_bits)
-    fingerprints, wildcards, languages, order = _fingerprint_pages(args.pages, options)
+    fingerprints, wildcards, languages, order = _fingerprint_pages(args.pages, fingerprinter_from_args(args))
     labels = _read_labels(args.pairs, languages)
     close = evaluation.close_pairs(fingerprints, languages, max(ks), wildcards)
     print(f"{len(languages)} pages, {len(fingerprints)} fingerprinted, "
@@ -86,9 +83,8 @@ def _parse_ks(text: str) -> list[int]:
 
 
 def _fingerprint_pages(
-    path: str, options: FingerprintOptions
+    path: str, fingerprinter: Fingerprinter
 ) -> tuple[dict[str, int], dict[str, int], dict[str, str], list[str]]:
-    fingerprinter = Fingerprinter(options)
     fingerprints: dict[str, int] = {}
     wildcards: dict[str, int] = {}
     languages: dict[str, str] = {}
