@@ -79,7 +79,7 @@ class NearDuplicateChecker:
         An unreachable index counts ``index_error`` and keeps the page, or re-raises
         :class:`IndexUnavailableError` when ``SIMHASH_ON_INDEX_ERROR = "fail"``.
         """
-        self._stats_inc("checked")
+        self.count("checked")
         try:
             match = await self._add_if_new(fingerprint, key, host, wildcard)
         except IndexUnavailableError as exc:
@@ -88,7 +88,7 @@ class NearDuplicateChecker:
         if match is not None and match.key == key:
             # The page itself, stored by an earlier run (a request re-downloaded after a
             # crash or a resume): keep it, or its callback would never run.
-            self._stats_inc("seen_again")
+            self.count("seen_again")
             return None
         self._count_result(key, match)
         return match
@@ -121,10 +121,6 @@ class NearDuplicateChecker:
             self.count(f"skipped/{result.skip_reason or 'no_text'}")
             return None
         return result
-
-    def count(self, event: str) -> None:
-        """Count ``<prefix>/<event>`` (``skipped/<reason>``, ``dropped``)."""
-        self._stats_inc(event)
 
     async def _add_if_new(self, fingerprint: int, key: str, host: str, wildcard: int) -> Match | None:
         index = self._index_for(host if self.config.scope == "domain" else "")
@@ -162,27 +158,25 @@ class NearDuplicateChecker:
 
     def _count_result(self, key: str, match: Match | None) -> None:
         if match is None:
-            self._stats_inc("kept")
+            self.count("kept")
             return
-        self._stats_inc("dropped" if self.config.action == "drop" or self._kind != "page" else "marked")
-        self._stats_inc("exact" if match.distance == 0 else "near")
-        self._stats_inc(f"distance/{match.distance}")
+        self.count("dropped" if self.config.action == "drop" or self._kind != "page" else "marked")
+        self.count("exact" if match.distance == 0 else "near")
+        self.count(f"distance/{match.distance}")
         self._log_match(key, match)
 
     def _log_match(self, key: str, match: Match) -> None:
         args = {"kind": self._kind, "key": key, "original": match.key, "distance": match.distance}
+        message = "Near-duplicate %(kind)s %(key)s of %(original)s (distance %(distance)d)"
         if self.config.debug:
-            logger.debug("Near-duplicate %(kind)s %(key)s of %(original)s (distance %(distance)d)", args)
+            logger.debug(message, args)
         elif self._log_next_match:
-            logger.debug(
-                "Near-duplicate %(kind)s %(key)s of %(original)s (distance %(distance)d)"
-                " - no more near-duplicates will be shown (see SIMHASH_DEBUG to show all)",
-                args,
-            )
+            hint = " - no more near-duplicates will be shown (see SIMHASH_DEBUG to show all)"
+            logger.debug(message + hint, args)
             self._log_next_match = False
 
     def _index_error(self, exc: IndexUnavailableError) -> None:
-        self._stats_inc("index_error")
+        self.count("index_error")
         if self.config.on_index_error == "fail":
             raise exc
         if self._warn_next_index_error:
@@ -192,8 +186,9 @@ class NearDuplicateChecker:
             )
             self._warn_next_index_error = False
 
-    def _stats_inc(self, name: str) -> None:
-        self._crawler.stats.inc_value(f"{self._prefix}/{name}")
+    def count(self, event: str) -> None:
+        """Count ``<prefix>/<event>`` (``skipped/<reason>``, ``dropped``, ...)."""
+        self._crawler.stats.inc_value(f"{self._prefix}/{event}")
 
     def _stats_set(self, name: str, value: int) -> None:
         self._crawler.stats.set_value(f"{self._prefix}/{name}", value)
