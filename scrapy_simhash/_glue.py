@@ -9,6 +9,7 @@ near-duplicate at DEBUG.
 from __future__ import annotations
 
 import logging
+import threading
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -16,7 +17,7 @@ from scrapy import signals
 from scrapy.utils.asyncio import run_in_thread
 
 from .core.fingerprinter import Fingerprinter, FingerprintResult
-from .index import IndexUnavailableError, Match, SimhashIndex, open_index
+from .index import IndexUnavailableError, Match, SimhashIndex, is_shared_spec, open_index
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -37,9 +38,14 @@ class NearDuplicateChecker:
         self._kind = kind
         self._prefix = stats_prefix
         self._indexes: dict[str, SimhashIndex] = {}
+        # Redis calls (and opening a host's Redis index, in SIMHASH_SCOPE="domain")
+        # run in worker threads: the lock keeps two of them from opening one index twice.
+        self._in_thread = is_shared_spec(config.index)
+        self._opening = threading.Lock()
         self._base_namespace = crawler.spidercls.name if config.scope == "spider" else ""
         self._log_next_match = True
         self._warn_next_index_error = True
+        self._index_errors = 0  # in a row: logged when the index is back
         self._log_next_error = True
         self._open()
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -81,10 +87,15 @@ class NearDuplicateChecker:
         """
         self.count("checked")
         try:
-            match = await self._add_if_new(fingerprint, key, host, wildcard)
+            if self._in_thread:
+                match = await run_in_thread(self._add_if_new, fingerprint, key, host, wildcard)
+            else:
+                match = self._add_if_new(fingerprint, key, host, wildcard)
         except IndexUnavailableError as exc:
             self._index_error(exc)
             return None
+        if self._index_errors:
+            self._index_back()
         if match is not None and match.key == key:
             # The page itself, stored by an earlier run (a request re-downloaded after a
             # crash or a resume): keep it, or its callback would never run.
@@ -122,25 +133,27 @@ class NearDuplicateChecker:
             return None
         return result
 
-    async def _add_if_new(self, fingerprint: int, key: str, host: str, wildcard: int) -> Match | None:
+    def _add_if_new(self, fingerprint: int, key: str, host: str, wildcard: int) -> Match | None:
         index = self._index_for(host if self.config.scope == "domain" else "")
-        if index.blocking_io:
-            return await run_in_thread(index.add_if_new, fingerprint, key, wildcard)
         return index.add_if_new(fingerprint, key, wildcard)
 
     def _index_for(self, host: str) -> SimhashIndex:
         namespace = "/".join(part for part in (self._base_namespace, host, self._kind_namespace) if part)
-        if namespace not in self._indexes:
-            self._indexes[namespace] = open_index(
-                self.config.index,
-                max_distance=self.config.max_distance,
-                expected_size=self._expected_size(host),
-                namespace=namespace,
-                signature=self.config.fingerprint.signature(),
-                reset=self.config.index_reset,
-                ttl=self.config.ttl,
-            )
-        return self._indexes[namespace]
+        index = self._indexes.get(namespace)
+        if index is None:
+            with self._opening:
+                index = self._indexes.get(namespace)
+                if index is None:
+                    index = self._indexes[namespace] = open_index(
+                        self.config.index,
+                        max_distance=self.config.max_distance,
+                        expected_size=self._expected_size(host),
+                        namespace=namespace,
+                        signature=self.config.fingerprint.signature(),
+                        reset=self.config.index_reset,
+                        ttl=self.config.ttl,
+                    )
+        return index
 
     def _expected_size(self, host: str) -> int:
         # An empty in-memory index sized for SIMHASH_EXPECTED_SIZE holds ~1 MB of bucket
@@ -177,6 +190,7 @@ class NearDuplicateChecker:
 
     def _index_error(self, exc: IndexUnavailableError) -> None:
         self.count("index_error")
+        self._index_errors += 1
         if self.config.on_index_error == "fail":
             raise exc
         if self._warn_next_index_error:
@@ -185,6 +199,15 @@ class NearDuplicateChecker:
                 {"kind": self._kind, "error": exc},
             )
             self._warn_next_index_error = False
+
+    def _index_back(self) -> None:
+        """The index answers again: say so, and warn again at its next outage."""
+        logger.info(
+            "Simhash %(kind)s index available again, after %(errors)d failed checks (stat %(stat)s)",
+            {"kind": self._kind, "errors": self._index_errors, "stat": f"{self._prefix}/index_error"},
+        )
+        self._index_errors = 0
+        self._warn_next_index_error = True
 
     def count(self, event: str) -> None:
         """Count ``<prefix>/<event>`` (``skipped/<reason>``, ``dropped``, ...)."""

@@ -7,7 +7,7 @@ import gzip
 import html
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,9 +66,20 @@ class RecordingSpider(DemoSpider):
         super().dropped(failure)
 
 
-def crawl(spidercls: type[Spider], settings: dict[str, Any] | None = None, **spider_kwargs: Any) -> Crawler:
-    """Run a real crawl to the end (no reactor: Scrapy's asyncio-only mode) and return the crawler."""
+def crawl(
+    spidercls: type[Spider],
+    settings: dict[str, Any] | None = None,
+    *,
+    handlers: dict[object, Callable[..., Any]] | None = None,
+    **spider_kwargs: Any,
+) -> Crawler:
+    """Run a real crawl to the end (no reactor: Scrapy's asyncio-only mode) and return the crawler.
+
+    *handlers* maps Scrapy signals to functions connected for the crawl.
+    """
     crawler = get_crawler(spidercls, {**CRAWL_SETTINGS, **(settings or {})})
+    for signal, handler in (handlers or {}).items():
+        crawler.signals.connect(handler, signal=signal)
 
     def item_scraped(item: Any) -> None:
         crawler.spider.items.append(item)

@@ -28,6 +28,7 @@ __all__ = [
     "MemoryIndex",
     "SimhashIndex",
     "SimhashIndexError",
+    "is_shared_spec",
     "open_index",
 ]
 
@@ -54,7 +55,7 @@ def open_index(
     (seconds) lets an entry expire where the backend supports it.
     """
     text = "memory" if spec is None else os.fspath(spec)
-    if text.startswith(_REDIS_SCHEMES):
+    if is_shared_spec(text):
         return _open_redis(text, max_distance, expected_size, namespace, signature, reset, ttl)
     if ttl is not None:
         _warn_ttl_ignored("memory" if text == "memory" else "disk")
@@ -62,6 +63,11 @@ def open_index(
         return MemoryIndex(max_distance, expected_size=expected_size)
     return DiskIndex(text, max_distance, expected_size=expected_size, namespace=namespace,
                      signature=signature, reset=reset)
+
+
+def is_shared_spec(spec: str | os.PathLike[str] | None) -> bool:
+    """Whether *spec* names a network index (Redis), whose every call may block."""
+    return spec is not None and os.fspath(spec).startswith(_REDIS_SCHEMES)
 
 
 @functools.cache  # once per process, not once per namespace

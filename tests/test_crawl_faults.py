@@ -1,0 +1,109 @@
+"""Faults in real crawls: a crawl killed with SIGKILL and run again over its on-disk
+index; Redis stopped in the middle of a crawl and started again."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CRAWL_SETTINGS, EXAMPLE_PROJECT, CorpusSample, RecordingSpider, crawl, local_url
+from redis_server import RedisServer, own_redis_server  # noqa: F401  (fixture)
+from scrapy import signals
+
+from scrapy_simhash.index import DiskIndex
+
+# A crawl by the demo spider (start URL, settings as JSON, example project's path), in
+# the tests' order; prints each page's URL once the middleware has kept (recorded) it.
+_CRAWL = """
+import json, sys
+sys.path.insert(0, sys.argv[3])
+from demo.spiders.demo import DemoSpider
+from scrapy import signals
+from scrapy.crawler import AsyncCrawlerProcess
+
+process = AsyncCrawlerProcess({**json.loads(sys.argv[2]), "LOG_LEVEL": "ERROR"})
+crawler = process.create_crawler(DemoSpider)
+
+def kept(item):
+    print(item["url"], flush=True)
+
+crawler.signals.connect(kept, signals.item_scraped)  # (a weak reference: not a lambda)
+process.crawl(crawler, start_url=sys.argv[1])
+process.start()
+"""
+
+
+def _crawl_until_killed(url: str, settings: dict[str, Any], pages: int) -> set[str]:
+    """Crawl in a child process; SIGKILL it once it has kept *pages* pages; return them."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CRAWL, url, json.dumps({**CRAWL_SETTINGS, **settings}), str(EXAMPLE_PROJECT)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    kept = {child.stdout.readline().strip() for _ in range(pages)}
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    child.stdout.close()
+    assert "" not in kept, "the crawl ended before it was killed"
+    return kept
+
+
+def _stored_keys(index: Path) -> set[str]:
+    with DiskIndex(index) as opened:
+        return {key for _, key in opened.items()}
+
+
+def test_a_crawl_killed_with_sigkill_loses_nothing_and_resumes(corpus_sample: CorpusSample, tmp_path: Path) -> None:
+    killed, clean = tmp_path / "killed", tmp_path / "clean"
+    settings = {"SIMHASH_INDEX": str(killed), "DEPTH_LIMIT": 1}
+    kept_before_kill = _crawl_until_killed(corpus_sample.url, settings, 40)
+    assert kept_before_kill <= _stored_keys(killed)  # the store opens and holds every page it kept
+
+    resumed = crawl(RecordingSpider, settings, start_url=corpus_sample.url)
+    crawl(RecordingSpider, {**settings, "SIMHASH_INDEX": str(clean)}, start_url=corpus_sample.url)
+    # The pages kept before the kill come back as themselves: kept, not dropped as their own copy...
+    assert resumed.stats.get_value("simhash/seen_again", 0) >= len(kept_before_kill)
+    assert not {drop.url for drop in resumed.spider.dropped_pages} & kept_before_kill
+    # ...and the two runs together keep what one uninterrupted crawl keeps.
+    assert _stored_keys(killed) == _stored_keys(clean)
+
+
+def test_redis_stopped_mid_crawl_keeps_pages_then_recovers(
+    demo_url: str, own_redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With SIMHASH_ON_INDEX_ERROR = "keep" (the default), pages fetched while Redis is
+    down are kept unchecked and counted, one WARNING says so, and once Redis is back
+    (empty: it had no persistence) the crawl finds near-duplicates again."""
+    fetched: list[str] = []
+
+    def outage(response: Any, request: Any, spider: Any) -> None:
+        fetched.append(response.url)
+        if len(fetched) == 2:
+            own_redis_server.stop()
+        elif len(fetched) == 5:
+            own_redis_server.start()
+
+    caplog.set_level(logging.INFO, logger="scrapy_simhash")
+    crawler = crawl(
+        RecordingSpider,
+        {"SIMHASH_INDEX": own_redis_server.url},
+        handlers={signals.response_downloaded: outage},
+        start_url=demo_url,
+    )
+    stats = crawler.stats.get_stats()
+    assert stats["finish_reason"] == "finished"
+    assert stats["simhash/index_error"] >= 1
+    messages = [(record.levelno, record.getMessage()) for record in caplog.records]
+    assert len([text for level, text in messages if level == logging.WARNING and "index unavailable" in text]) == 1
+    assert any("available again" in text for _, text in messages)
+    after_restart = set(fetched[5:])
+    drops = crawler.spider.dropped_pages
+    assert drops and all(drop.url in after_restart for drop in drops)
