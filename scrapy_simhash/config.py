@@ -9,6 +9,7 @@ so a new option there needs no change here.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal
@@ -16,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 from scrapy.utils.job import job_dir
 
 from .core.fingerprinter import FingerprintOptions
-from .index.base import DEFAULT_MAX_DISTANCE
+from .index import check_index_spec
+from .index.base import DEFAULT_MAX_DISTANCE, MAX_DISTANCE_LIMIT
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -27,9 +29,8 @@ OnIndexError = Literal["keep", "fail"]
 
 #: The index file kept in JOBDIR, next to Scrapy's own ``requests.seen``.
 JOBDIR_INDEX_NAME = "simhash.index"
-#: Manku, Jain & Das Sarma (WWW 2007) build tables for k <= 7 on 64 bits; past 8
-#: near-duplicates and unrelated pages overlap and the tables stop paying off.
-MAX_DISTANCE_LIMIT = 8
+#: More would only waste memory: an empty index's bucket directory grows with it.
+MAX_EXPECTED_SIZE = 2**32
 _SCOPES = ("crawl", "spider", "domain")
 _ACTIONS = ("drop", "mark")
 _ON_INDEX_ERROR = ("keep", "fail")
@@ -65,7 +66,7 @@ class SimhashSettings:
             item_fields=_item_fields(settings),
             http_statuses=_http_statuses(settings),
             debug=_read(settings, "SIMHASH_DEBUG", settings.getbool, False),
-            expected_size=_positive(settings, "SIMHASH_EXPECTED_SIZE", settings.getint, 1_000_000),
+            expected_size=_expected_size(settings),
             index_reset=_read(settings, "SIMHASH_INDEX_RESET", settings.getbool, False),
             ttl=_ttl(settings),
             on_index_error=_choice(settings, "SIMHASH_ON_INDEX_ERROR", _ON_INDEX_ERROR),
@@ -93,13 +94,23 @@ def _option_value(settings: BaseSettings, name: str, default: Any) -> Any:
     if isinstance(default, bool):
         return _read(settings, name, settings.getbool, default)
     if isinstance(default, int):
-        return _read(settings, name, settings.getint, default)
+        return _integer(settings, name, default)
     if isinstance(default, float):
         return _read(settings, name, settings.getfloat, default)
     value = settings.get(name)
-    if isinstance(default, bytes) and isinstance(value, str):
-        return value.encode("utf-8")
+    if isinstance(default, bytes):
+        if not isinstance(value, (str, bytes)):
+            raise ValueError(f"{name} must be a string, not {value!r}")
+        return value.encode("utf-8") if isinstance(value, str) else value
     return value
+
+
+def _integer(settings: BaseSettings, name: str, default: int) -> int:
+    """``settings.getint``, refusing what it would truncate (3.7 is not 3)."""
+    value = settings.get(name)
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"{name} must be a whole number, not {value!r}")
+    return int(_read(settings, name, settings.getint, default))
 
 
 def _read(settings: BaseSettings, name: str, getter: Callable[[str, Any], Any], default: Any) -> Any:
@@ -116,15 +127,15 @@ def _choice(settings: BaseSettings, name: str, choices: tuple[str, ...]) -> Any:
     return value
 
 
-def _positive(settings: BaseSettings, name: str, getter: Callable[[str, Any], Any], default: Any) -> Any:
-    value = _read(settings, name, getter, default)
-    if value <= 0:
-        raise ValueError(f"{name} must be positive, not {value!r}")
+def _expected_size(settings: BaseSettings) -> int:
+    value = _integer(settings, "SIMHASH_EXPECTED_SIZE", 1_000_000)
+    if not 0 < value <= MAX_EXPECTED_SIZE:
+        raise ValueError(f"SIMHASH_EXPECTED_SIZE must be between 1 and {MAX_EXPECTED_SIZE}, not {value!r}")
     return value
 
 
 def _max_distance(settings: BaseSettings) -> int:
-    value: int = _read(settings, "SIMHASH_MAX_DISTANCE", settings.getint, DEFAULT_MAX_DISTANCE)
+    value = _integer(settings, "SIMHASH_MAX_DISTANCE", DEFAULT_MAX_DISTANCE)
     if not 0 <= value <= MAX_DISTANCE_LIMIT:
         raise ValueError(f"SIMHASH_MAX_DISTANCE must be between 0 and {MAX_DISTANCE_LIMIT}, not {value}")
     return value
@@ -152,15 +163,18 @@ def _ttl(settings: BaseSettings) -> float | None:
     if settings.get("SIMHASH_TTL") in (None, ""):
         return None
     ttl: float = _read(settings, "SIMHASH_TTL", settings.getfloat, None)
-    if ttl < 1:  # Redis expires whole seconds
-        raise ValueError(f"SIMHASH_TTL must be at least 1 (seconds), not {ttl!r}")
+    if not (math.isfinite(ttl) and ttl >= 1):  # Redis expires whole seconds
+        raise ValueError(f"SIMHASH_TTL must be a number of seconds, at least 1, not {ttl!r}")
     return ttl
 
 
 def _index_spec(settings: BaseSettings) -> str | None:
     """SIMHASH_INDEX as given; else the JOBDIR's index file; else ``None`` (memory)."""
     spec = settings.get("SIMHASH_INDEX")
-    if spec:
-        return str(spec)
+    if spec not in (None, ""):
+        try:
+            return check_index_spec(spec)
+        except ValueError as exc:
+            raise ValueError(f"SIMHASH_INDEX: {exc}") from exc
     directory = job_dir(settings)
     return str(Path(directory, JOBDIR_INDEX_NAME)) if directory else None

@@ -124,7 +124,7 @@ def test_dedup_reports_bad_input_and_bad_options_without_a_traceback(
     assert status == 1 and "nope.jsonl: No such file or directory" in err
     (tmp_path / "bad.jsonl.gz").write_bytes(b"not gzip")
     status, _, err = run_cli(capsys, "dedup", str(tmp_path / "bad.jsonl.gz"))
-    assert status == 1 and "dedup: Not a gzipped file" in err
+    assert status == 1 and "bad.jsonl.gz: Not a gzipped file" in err
     (tmp_path / "ok.jsonl").write_text("{}\n")
     status, _, err = run_cli(capsys, "dedup", str(tmp_path / "ok.jsonl"), "-k", "40")
     assert status == 1 and "max_distance" in err
@@ -139,3 +139,28 @@ def test_wildcard_bits_reach_the_fingerprinter(
     assert status == 1 and "wildcard_bits must be between 0 and 32" in err
     status, out, _ = run_cli(capsys, "dedup", str(source), "--quiet", "--wildcard-bits", "0")
     assert status == 0 and json.loads(out)["duplicate_of"] is None
+
+
+def test_a_line_that_is_not_utf8_is_skipped_not_fatal(
+    pages: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    html = pages["original"].read_text()
+    source = tmp_path / "pages.jsonl"
+    with source.open("wb") as lines:
+        lines.write(json.dumps({"id": "a", "html": html}).encode() + b"\n")
+        lines.write(b'{"id": "latin-1", "html": "caf\xe9"}\n')
+        lines.write(json.dumps({"id": "c", "html": html}).encode() + b"\n")
+    status, out, err = run_cli(capsys, "dedup", str(source), "--quiet")
+    assert status == 0
+    assert [json.loads(line)["id"] for line in out.splitlines()] == ["a", "c"]
+    assert f"{source}:2: skipped, not UTF-8" in err
+
+
+def test_a_truncated_gzip_is_named_after_the_lines_it_held(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "pages.jsonl.gz"
+    lines = "".join(json.dumps({"id": str(i), "text": f"page number {i} " * 20}) + "\n" for i in range(2000))
+    compressed = gzip.compress(lines.encode())
+    source.write_bytes(compressed[: len(compressed) // 2])
+    status, out, err = run_cli(capsys, "dedup", str(source), "--text-field", "text", "--quiet")
+    assert status == 1 and str(source) in err
+    assert out.count("\n") > 0  # the records before the cut were written

@@ -90,7 +90,8 @@ def test_every_scope_finds_the_same_copies(demo_url: str, scope: str) -> None:
 
 
 def test_a_sample_of_the_dev_corpus_is_deduplicated(corpus_sample: CorpusSample) -> None:
-    """Loose bounds only: detection quality is measured and tuned in benchmarks/."""
+    """Scored against the corpus's labels; the bounds are the project's targets less a
+    margin for a sample this small (the full measure: ``scrapy-simhash evaluate``)."""
     crawler = crawl(RecordingSpider, {"DEPTH_LIMIT": 1, "CONCURRENT_REQUESTS": 8}, start_url=corpus_sample.url)
     drops = [
         (corpus_sample.ids.get(local_url(d.url)), corpus_sample.ids.get(local_url(d.duplicate_of)))
@@ -101,8 +102,8 @@ def test_a_sample_of_the_dev_corpus_is_deduplicated(corpus_sample: CorpusSample)
     correct, wrong = labels.count("dup"), labels.count("distinct")
     possible = _droppable(corpus_sample)
     assert crawler.stats.get_value("downloader/response_status_count/200") > len(corpus_sample.ids)
-    assert wrong <= 0.1 * max(1, correct + wrong), f"{wrong} distinct pages dropped, {correct} copies"
-    assert correct >= 0.5 * possible, f"{correct} of {possible} copies dropped"
+    assert wrong <= 0.03 * max(1, correct + wrong), f"{wrong} distinct pages dropped, {correct} copies"
+    assert correct >= 0.9 * possible, f"{correct} of {possible} copies dropped"
 
 
 def _droppable(sample: CorpusSample) -> int:

@@ -15,7 +15,7 @@ from ._common import (
     add_record_arguments,
     fingerprinter_from_args,
 )
-from ._io import open_text, read_jsonl, warn, write_jsonl
+from ._io import open_output, read_jsonl, warn, write_jsonl
 from .fingerprint import fingerprint_record
 
 _PROGRESS_SECONDS = 5.0
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     with (
         open_index(args.index, max_distance=args.max_distance,
                    signature=fingerprinter.options.signature()) as index,
-        open_text(args.output, "w") as output,
+        open_output(args.output) as output,
     ):
         for line_number, record in read_jsonl(args.pages):
             record_id = record.get(args.id_field)

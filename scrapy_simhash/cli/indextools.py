@@ -19,7 +19,7 @@ from typing import Any
 from ..core.fingerprint import from_hex, to_hex
 from ..index import SimhashIndex, open_index
 from ._common import add_distance_argument
-from ._io import open_text, read_jsonl, warn, write_jsonl
+from ._io import open_output, read_jsonl, warn, write_jsonl
 
 _IMPORT_BATCH = 10_000
 
@@ -104,7 +104,7 @@ def _reservoir(items: Iterator[tuple[int, str]], size: int) -> list[tuple[int, s
 
 def run_export(args: argparse.Namespace) -> int:
     count = 0
-    with _open_existing(args) as index, open_text(args.output, "w") as output:
+    with _open_existing(args) as index, open_output(args.output) as output:
         for fingerprint, key in index.items():
             write_jsonl(output, {"fingerprint": to_hex(fingerprint), "key": key})
             count += 1

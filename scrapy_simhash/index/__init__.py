@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 
 from .base import (
     DEFAULT_MAX_DISTANCE,
@@ -19,6 +20,8 @@ from .memory import MemoryIndex
 
 logger = logging.getLogger(__name__)
 _REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+# "scheme://": a URL, as opposed to a path (which may hold ":" but not a scheme first).
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 __all__ = [
     "DiskIndex",
@@ -28,6 +31,7 @@ __all__ = [
     "MemoryIndex",
     "SimhashIndex",
     "SimhashIndexError",
+    "check_index_spec",
     "is_shared_spec",
     "open_index",
 ]
@@ -54,7 +58,7 @@ def open_index(
     refuse fingerprints made with other options; *reset* starts it empty; *ttl*
     (seconds) lets an entry expire where the backend supports it.
     """
-    text = "memory" if spec is None else os.fspath(spec)
+    text = "memory" if spec is None else check_index_spec(spec)
     if is_shared_spec(text):
         return _open_redis(text, max_distance, expected_size, namespace, signature, reset, ttl)
     if ttl is not None:
@@ -63,6 +67,25 @@ def open_index(
         return MemoryIndex(max_distance, expected_size=expected_size)
     return DiskIndex(text, max_distance, expected_size=expected_size, namespace=namespace,
                      signature=signature, reset=reset)
+
+
+def check_index_spec(spec: object) -> str:
+    """*spec* as a string if :func:`open_index` can open it, else ``ValueError`` saying why.
+
+    >>> check_index_spec("htps://redis.internal")
+    Traceback (most recent call last):
+    ...
+    ValueError: 'htps://redis.internal' is neither a redis://, rediss:// or unix:// URL nor a path
+    """
+    if not isinstance(spec, (str, os.PathLike)):
+        raise ValueError(f"expected 'memory', a path or a Redis URL, not {spec!r}")
+    text = os.fspath(spec)
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"expected 'memory', a path or a Redis URL, not {spec!r}")
+    if _URL.match(text) and not text.startswith(_REDIS_SCHEMES):
+        schemes = ", ".join(_REDIS_SCHEMES[:-1]) + " or " + _REDIS_SCHEMES[-1]
+        raise ValueError(f"{text!r} is neither a {schemes} URL nor a path")
+    return text
 
 
 def is_shared_spec(spec: str | os.PathLike[str] | None) -> bool:

@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 #: Manku, Jain & Das Sarma (WWW 2007, section 4) find k = 3 right for 64-bit
 #: fingerprints of web pages: high precision and recall at once.
 DEFAULT_MAX_DISTANCE: Final = 3
+#: The largest k any index takes. Manku, Jain & Das Sarma (WWW 2007) build tables for
+#: k <= 7 on 64 bits; past 8, near-duplicates and unrelated pages overlap (and the
+#: tables stop paying off).
+MAX_DISTANCE_LIMIT: Final = 8
 
 
 class SimhashIndexError(Exception):
@@ -64,8 +68,8 @@ class SimhashIndex(ABC):
     def __init__(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> None:
         if isinstance(max_distance, bool) or not isinstance(max_distance, int):
             raise TypeError(f"max_distance must be an int, not {max_distance!r}")
-        if not 0 <= max_distance <= 32:
-            raise ValueError(f"max_distance must be between 0 and 32, not {max_distance}")
+        if not 0 <= max_distance <= MAX_DISTANCE_LIMIT:
+            raise ValueError(f"max_distance must be between 0 and {MAX_DISTANCE_LIMIT}, not {max_distance}")
         self.max_distance = max_distance
 
     @abstractmethod
