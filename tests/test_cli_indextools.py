@@ -100,3 +100,17 @@ def test_a_redis_namespace_with_a_ttl_is_read_with_ttl(redis_url: str, tmp_path:
     exported = tmp_path / "out.jsonl"
     assert main(["export", redis_url, str(exported), "--namespace", "expiring", "--ttl", "3600"]) == 0
     assert json.loads(exported.read_text()) == {"fingerprint": to_hex(0xF0), "key": "a"}
+
+
+def test_inspect_reads_a_store_a_crawl_holds(disk_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with open_index(disk_store, namespace="books"):  # the crawl's lock: inspect needs none
+        assert main(["inspect", str(disk_store), "--namespace", "books", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["size"] == len(stored_pairs())
+
+
+def test_inspect_of_a_directory_without_an_index_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["inspect", str(tmp_path)]) == 1
+    assert "holds no scrapy-simhash index" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_simhash.index import DiskIndex, IndexFormatError, open_index
+from scrapy_simhash.index import DiskIndex, IndexFormatError, SimhashIndexError, open_index
 from scrapy_simhash.index import _logfile as lf
 from scrapy_simhash.index.brute import BruteForceIndex
 
@@ -116,6 +116,11 @@ def _corrupt_record(path: Path) -> None:
     _overwrite(path / LOG, lf.HEADER_SIZE + 3 * lf.RECORD.itemsize + 1, b"\xff\xfe")
 
 
+def _cut_keys(path: Path) -> None:
+    # Keys are written before their records: no crash leaves a record without its key.
+    os.truncate(path / "keys.log", os.path.getsize(path / "keys.log") // 2)
+
+
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
@@ -123,14 +128,18 @@ def _corrupt_record(path: Path) -> None:
         (_other_version, "format version 2"),
         (_truncated_header, "truncated or corrupt header"),
         (_corrupt_record, "corrupt record #3"),
+        (_cut_keys, r"keys.log is damaged: \d+ records"),
     ],
 )
 def test_unreadable_store_raises_a_clear_error(tmp_path: Path, damage, message: str) -> None:
     filled(tmp_path, 10)
     damage(tmp_path)
-    with pytest.raises(IndexFormatError, match=message) as caught:
-        DiskIndex(tmp_path)
-    assert str(tmp_path) in str(caught.value) and "SIMHASH_INDEX_RESET=True" in str(caught.value)
+    files = {name: (tmp_path / name).read_bytes() for name in (LOG, "keys.log")}
+    for read_only in (True, False):
+        with pytest.raises(IndexFormatError, match=message) as caught:
+            DiskIndex(tmp_path, read_only=read_only)
+        assert str(tmp_path) in str(caught.value) and "SIMHASH_INDEX_RESET=True" in str(caught.value)
+    assert files == {name: (tmp_path / name).read_bytes() for name in files}  # nothing lost by looking
     with DiskIndex(tmp_path, reset=True) as index:  # reset replaces what cannot be read
         assert len(index) == 0
 
@@ -206,3 +215,22 @@ def test_one_process_at_a_time(tmp_path: Path) -> None:
     assert held.returncode != 0 and "in use by another process" in held.stderr
     free = subprocess.run([sys.executable, "-c", opener, str(tmp_path)], capture_output=True, text=True)
     assert free.returncode == 0, free.stderr
+
+
+def test_read_only_reads_a_store_in_use_and_writes_nothing(tmp_path: Path) -> None:
+    entries = filled(tmp_path, 10)
+    with DiskIndex(tmp_path) as writer:  # holds the lock, as a running crawl does
+        writer.add(1234, "while-open")
+        with DiskIndex(tmp_path, read_only=True) as reader:
+            assert sorted(reader.items()) == sorted([*entries, (1234, "while-open")])
+            with pytest.raises(SimhashIndexError, match="read-only"):
+                reader.add(99, "refused")
+            assert len(reader) == len(entries) + 1
+            with pytest.raises(SimhashIndexError, match="no namespace 'other'"):
+                DiskIndex(tmp_path, namespace="other", read_only=True)
+
+
+def test_read_only_never_creates_a_store(tmp_path: Path) -> None:
+    with pytest.raises(IndexFormatError, match="holds no scrapy-simhash index"):
+        DiskIndex(tmp_path, read_only=True)
+    assert list(tmp_path.iterdir()) == []

@@ -17,7 +17,7 @@ from itertools import islice
 from typing import Any
 
 from ..core.fingerprint import from_hex, to_hex
-from ..index import SimhashIndex, open_index
+from ..index import DiskIndex, SimhashIndex, is_shared_spec, open_index
 from ._common import add_distance_argument
 from ._io import open_output, read_jsonl, warn, write_jsonl
 
@@ -60,11 +60,14 @@ def _open(args: argparse.Namespace, **kwargs: Any) -> SimhashIndex:
 
 
 def _open_existing(args: argparse.Namespace) -> SimhashIndex:
-    """Open an index to read; a mistyped path must not create an empty store."""
-    if "://" not in args.index and not os.path.exists(args.index):
+    """Open an index to read: a disk store read-only (no lock: a crawl may be writing
+    it), and never created where a path is mistyped."""
+    if is_shared_spec(args.index):
+        return _open(args)
+    if not os.path.exists(args.index):
         raise FileNotFoundError(errno.ENOENT, "no index there (give an index directory or a redis:// URL)",
                                 args.index)
-    return _open(args)
+    return DiskIndex(args.index, args.max_distance, namespace=args.namespace, read_only=True)
 
 
 def run_inspect(args: argparse.Namespace) -> int:

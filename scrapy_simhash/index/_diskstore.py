@@ -2,7 +2,9 @@
 
 :class:`DiskStore` owns the directory described in :mod:`._logfile`. One process at
 a time holds it (an exclusive ``flock`` on ``lock``); inside that process every
-namespace shares one :class:`DiskStore` (see :mod:`.disk`).
+namespace shares one :class:`DiskStore` (see :mod:`.disk`). A *read-only* store
+takes no lock and changes nothing: it reads a snapshot, even of a store that a
+running crawl is writing.
 """
 
 from __future__ import annotations
@@ -31,11 +33,15 @@ MAX_NAMESPACES = 0xFFFF
 class DiskStore:
     """The append-only files of one store directory."""
 
-    def __init__(self, directory: str, *, signature: str, reset: bool, durable: bool) -> None:
-        self.directory, self.durable = directory, durable
+    def __init__(
+        self, directory: str, *, signature: str, reset: bool, durable: bool, read_only: bool = False
+    ) -> None:
+        self.directory, self.durable, self.read_only = directory, durable, read_only
         self.log_path = os.path.join(directory, LOG_NAME)
         self.keys_path = os.path.join(directory, KEYS_NAME)
-        self._lock_fd = lock_directory(directory)
+        if read_only and not os.path.exists(self.log_path):
+            raise IndexFormatError(f"{directory} holds no scrapy-simhash index ({LOG_NAME} is missing)")
+        self._lock_fd = None if read_only else lock_directory(directory)
         self._fds: list[int] = []
         try:
             contents = self._open(signature, reset)
@@ -43,7 +49,7 @@ class DiskStore:
             self.close()
             raise
         self.truncated_bytes = contents.truncated_bytes
-        if self.truncated_bytes:
+        if self.truncated_bytes and not read_only:  # (a reader may see a write in progress)
             logger.warning(
                 "Dropped %(bytes)d bytes of an interrupted write at the end of %(path)s",
                 {"bytes": self.truncated_bytes, "path": self.log_path},
@@ -73,11 +79,13 @@ class DiskStore:
     def _read(self) -> lf.LogContents:
         for fd in self._fds:
             os.close(fd)
-        self._log_fd = os.open(self.log_path, os.O_RDWR | os.O_APPEND)
-        self._keys_fd = os.open(self.keys_path, os.O_RDWR | os.O_APPEND)
+        mode = os.O_RDONLY if self.read_only else os.O_RDWR | os.O_APPEND
+        self._log_fd = os.open(self.log_path, mode)
+        self._keys_fd = os.open(self.keys_path, mode)
         self._fds = [self._log_fd, self._keys_fd]
+        contents = lf.read_records(self.log_path, self.keys_path)
         self._key_end = os.fstat(self._keys_fd).st_size
-        return lf.read_records(self.log_path, self._key_end)
+        return contents
 
     def _check(self, signature: str) -> None:
         self.header: dict[str, object] = lf.read_header(self.log_path)
@@ -114,6 +122,8 @@ class DiskStore:
         """The id of namespace *name*, recorded on first use."""
         if name == "" or name in self._namespaces:
             return self._namespaces.get(name, 0)
+        if self.read_only:
+            raise SimhashIndexError(f"{self.directory} has no namespace {name!r} (it has {self.namespaces})")
         new_id = max(self._namespaces.values(), default=0) + 1
         if new_id > MAX_NAMESPACES:
             raise SimhashIndexError(f"{self.directory} already has {MAX_NAMESPACES} namespaces")
@@ -129,6 +139,7 @@ class DiskStore:
 
     def append(self, namespace: int, op: int, fingerprint: int, key: str) -> None:
         """Write one record (and its key); durable against kill -9 when it returns."""
+        self._check_writable()
         data = encode_key(key)
         offset = self._write_keys(data)
         self._write_log(lf.pack_record(fingerprint, offset, len(data), namespace, op))
@@ -137,6 +148,7 @@ class DiskStore:
         self, namespace: int, fingerprints: npt.NDArray[np.uint64], keys: Sequence[str]
     ) -> None:
         """Write many ADD records with two ``os.write`` calls."""
+        self._check_writable()
         encoded = [encode_key(key) for key in keys]
         lengths = np.fromiter(map(len, encoded), dtype=np.uint64, count=len(encoded))
         records = np.zeros(len(encoded), dtype=lf.RECORD)
@@ -148,8 +160,13 @@ class DiskStore:
         self._write_log(lf.pack_records(records))
 
     def flush(self) -> None:
-        os.fsync(self._keys_fd)
-        os.fsync(self._log_fd)
+        if not self.read_only:
+            os.fsync(self._keys_fd)
+            os.fsync(self._log_fd)
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise SimhashIndexError(f"{self.directory} is open read-only")
 
     def _write_keys(self, data: bytes) -> int:
         offset = self._key_end
@@ -177,7 +194,7 @@ class DiskStore:
         """The live entries of *namespace*: fingerprints and keys, in insertion order."""
         records, self._records_at_open = self._records_at_open, None  # read once, at open
         if records is None:
-            records = lf.read_records(self.log_path, self._key_end).records
+            records = lf.read_records(self.log_path, self.keys_path).records
         ops = records["op"]
         mine = records["namespace"] == namespace
         if not mine.all():
@@ -225,8 +242,11 @@ class DiskStore:
         return KeyStore.from_buffer(joined, np.cumsum(lengths))
 
     def close(self) -> None:
-        for fd in (*self._fds, self._lock_fd):
+        for fd in self._fds:
             os.close(fd)
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
         self._fds = []
 
 

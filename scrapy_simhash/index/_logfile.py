@@ -152,14 +152,29 @@ class LogContents:
         return HEADER_SIZE + len(self.records) * RECORD.itemsize
 
 
-def read_records(path: str, keys_size: int) -> LogContents:
-    """Every valid record of the log at *path* (whose key file is *keys_size* bytes)."""
+def read_records(path: str, keys_path: str) -> LogContents:
+    """Every valid record of the log at *path*, whose keys are in *keys_path*.
+
+    A record with a wrong check value is a torn write; at the end of the log it is
+    the tail of an interrupted write. A record whose check holds but whose key is
+    past the end of the key file cannot come from a crash (keys are written first):
+    the key file is damaged, and :class:`IndexFormatError` says so.
+    """
     size = os.path.getsize(path)
+    # The key file's size after the log's: a reader beside a live writer then sees
+    # every key of the records it reads (keys are written before their records).
+    keys_size = os.path.getsize(keys_path)
     count = max(0, size - HEADER_SIZE) // RECORD.itemsize
     records = np.fromfile(path, dtype=RECORD, count=count, offset=HEADER_SIZE)
+    valid = check_values(records) == records["check"]
     ends = records["key_offset"] + records["key_length"]
-    valid = (check_values(records) == records["check"]) & (ends <= np.uint64(keys_size))
-    valid &= records["key_offset"] >= np.uint64(KEYS_HEADER_SIZE)
+    keyed = (ends <= np.uint64(keys_size)) & (records["key_offset"] >= np.uint64(KEYS_HEADER_SIZE))
+    if not keyed[valid].all():
+        lost = int(np.count_nonzero(valid & ~keyed))
+        raise IndexFormatError(
+            f"{keys_path} is damaged: {lost} records of {path} point past its end "
+            f"({keys_size} bytes): {RESET_HINT}"
+        )
     if valid.all():
         return LogContents(records, size - HEADER_SIZE - count * RECORD.itemsize)
     first_bad = int(np.argmin(valid))

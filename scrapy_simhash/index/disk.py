@@ -25,7 +25,7 @@ from ._diskstore import DiskStore
 from .base import DEFAULT_MAX_DISTANCE, Match, SimhashIndex
 from .memory import MemoryIndex
 
-_OPEN_STORES: dict[str, DiskStore] = {}
+_OPEN_STORES: dict[tuple[str, bool], DiskStore] = {}  # (real path, read-only) -> store
 _OPEN_STORES_LOCK = threading.Lock()
 
 
@@ -35,7 +35,9 @@ class DiskIndex(SimhashIndex):
     *signature* (:meth:`FingerprintOptions.signature`) is written when the store is
     created; opening it with another one raises :class:`IndexFormatError`, as does a
     foreign, corrupt or other-version file. *reset* starts this namespace empty (and
-    replaces a store that cannot be read).
+    replaces a store that cannot be read). *read_only* opens an existing store to
+    read, without its lock (a snapshot, even of a store a crawl is writing), and
+    refuses writes.
     """
 
     backend_name = "disk"
@@ -50,10 +52,13 @@ class DiskIndex(SimhashIndex):
         signature: str = "",
         reset: bool = False,
         durable: bool = False,
+        read_only: bool = False,
     ) -> None:
         super().__init__(max_distance)
+        if read_only and reset:
+            raise ValueError("a read-only index cannot be reset")
         self.path, self.namespace = os.fspath(path), namespace
-        self._store = _acquire(self.path, signature, reset, durable)
+        self._store = _acquire(self.path, signature, reset, durable, read_only)
         try:
             self._namespace_id = self._store.namespace_id(namespace)
             if reset:
@@ -128,14 +133,14 @@ class DiskIndex(SimhashIndex):
             self._store = None  # type: ignore[assignment]
 
 
-def _acquire(path: str, signature: str, reset: bool, durable: bool) -> DiskStore:
+def _acquire(path: str, signature: str, reset: bool, durable: bool, read_only: bool) -> DiskStore:
     """The process-wide store of *path*: namespaces opened together share it."""
-    real = os.path.realpath(path)
+    real = (os.path.realpath(path), read_only)
     with _OPEN_STORES_LOCK:
         store = _OPEN_STORES.get(real)
         if store is None:
             store = _OPEN_STORES[real] = DiskStore(
-                real, signature=signature, reset=reset, durable=durable
+                real[0], signature=signature, reset=reset, durable=durable, read_only=read_only
             )
         else:
             store.check_signature(signature)
@@ -147,5 +152,5 @@ def _release(store: DiskStore) -> None:
     with _OPEN_STORES_LOCK:
         store.users -= 1
         if store.users == 0:
-            del _OPEN_STORES[store.directory]
+            del _OPEN_STORES[store.directory, store.read_only]
             store.close()
