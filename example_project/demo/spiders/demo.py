@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 import scrapy
 from scrapy.http import HtmlResponse, Response
 from scrapy.linkextractors import LinkExtractor
+from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
 from scrapy_simhash import NearDuplicatePage
@@ -48,5 +49,9 @@ class DemoSpider(scrapy.Spider):
                 "Dropped %(url)s: near-duplicate of %(original)s (distance %(distance)d)",
                 {"url": error.url, "original": error.duplicate_of, "distance": error.distance},
             )
+        elif failure.check(HttpError):
+            # A broken link of the site (404...): the site's problem, not the crawl's.
+            response = failure.value.response
+            self.logger.info("Skipped %(url)s: HTTP %(status)d", {"url": response.url, "status": response.status})
         else:
-            self.logger.error("Request failed: %(failure)r", {"failure": failure})
+            self.logger.error("Request %(url)s failed: %(failure)r", {"url": failure.request.url, "failure": failure})
