@@ -23,6 +23,10 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_PROJECT = REPO / "example_project"
 DEMO_SITE = EXAMPLE_PROJECT / "demo_site"
 CORPUS = REPO.parent / "shared" / "corpus" / "dev"
+#: For tests that read the dev corpus: skipped, saying why, in a checkout without it.
+needs_corpus = pytest.mark.skipif(
+    not (CORPUS / "pages.jsonl.gz").exists(), reason=f"the dev corpus is not at {CORPUS}"
+)
 
 # The example project is not a package of this repo: import its server and spider from it.
 sys.path.insert(0, str(EXAMPLE_PROJECT))

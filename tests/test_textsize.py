@@ -7,7 +7,7 @@ import json
 import pytest
 from lxml import etree
 
-from conftest import CORPUS
+from conftest import CORPUS, needs_corpus
 from scrapy_simhash.core import text, textsize
 from scrapy_simhash.core.boilerplate import prune_boilerplate
 
@@ -44,6 +44,7 @@ def test_child_sizes_are_their_measures(html: str) -> None:
     _assert_sizes_are_measures(_marked_body(html))
 
 
+@needs_corpus
 def test_child_sizes_are_their_measures_on_corpus_pages() -> None:
     with gzip.open(CORPUS / "pages.jsonl.gz", "rt", encoding="utf-8") as lines:
         for line in itertools.islice(lines, 0, 2598, 200):
