@@ -24,15 +24,25 @@ if TYPE_CHECKING:
 
     from .config import SimhashSettings
 
-logger = logging.getLogger(__name__)
 _HOST_INDEX_START_SIZE = 1024
+#: What the INFO line at open says of an index (from its ``describe()``), in this order.
+_SUMMARY_FIELDS = ("backend", "url", "path", "namespace", "size", "max_distance", "ttl")
 
 
 class NearDuplicateChecker:
     """Check-and-record fingerprints of one kind ("page" or "item") for one crawler."""
 
-    def __init__(self, crawler: Crawler, config: SimhashSettings, *, kind: str, stats_prefix: str) -> None:
+    def __init__(
+        self,
+        crawler: Crawler,
+        config: SimhashSettings,
+        *,
+        kind: str,
+        stats_prefix: str,
+        logger: logging.Logger,
+    ) -> None:
         self.config = config
+        self._logger = logger  # the component's: users filter logs by the class they enabled
         self.fingerprinter = Fingerprinter(config.fingerprint)
         self._crawler = crawler
         self._kind = kind
@@ -53,14 +63,15 @@ class NearDuplicateChecker:
     def _open(self) -> None:
         """Open the index now, so a bad path or an unreachable server fails the start."""
         if self.config.scope == "domain":
-            logger.info(
+            self._logger.info(
                 "Simhash %(kind)s index: one per host (SIMHASH_SCOPE='domain'), %(spec)s, k=%(k)d",
                 {"kind": self._kind, "spec": self.config.index or "memory", "k": self.config.max_distance},
             )
             return
         info = self._index_for("").describe()  # counts the entries once (a scan in Redis with TTL)
-        description = ", ".join(f"{name}={value}" for name, value in info.items())
-        logger.info("Simhash %(kind)s index opened: %(index)s", {"kind": self._kind, "index": description})
+        self._logger.info(
+            "Simhash %(kind)s index opened: %(index)s", {"kind": self._kind, "index": summary(info)}
+        )
         self._stats_set("index_size/open", info["size"])
 
     def spider_closed(self) -> None:
@@ -121,7 +132,7 @@ class NearDuplicateChecker:
             # A fingerprinting bug must not cost the crawl a page: keep it, unchecked.
             self.count("skipped/error")
             if self._log_next_error:
-                logger.exception(
+                self._logger.exception(
                     "Simhash could not fingerprint a %(kind)s; kept unchecked"
                     " (further errors are only counted: %(stat)s)",
                     {"kind": self._kind, "stat": f"{self._prefix}/skipped/error"},
@@ -182,10 +193,10 @@ class NearDuplicateChecker:
         args = {"kind": self._kind, "key": key, "original": match.key, "distance": match.distance}
         message = "Near-duplicate %(kind)s %(key)s of %(original)s (distance %(distance)d)"
         if self.config.debug:
-            logger.debug(message, args)
+            self._logger.debug(message, args)
         elif self._log_next_match:
             hint = " - no more near-duplicates will be shown (see SIMHASH_DEBUG to show all)"
-            logger.debug(message + hint, args)
+            self._logger.debug(message + hint, args)
             self._log_next_match = False
 
     def _index_error(self, exc: IndexUnavailableError) -> None:
@@ -194,7 +205,7 @@ class NearDuplicateChecker:
         if self.config.on_index_error == "fail":
             raise exc
         if self._warn_next_index_error:
-            logger.warning(
+            self._logger.warning(
                 "Simhash index unavailable, keeping %(kind)ss unchecked (SIMHASH_ON_INDEX_ERROR='keep'): %(error)s",
                 {"kind": self._kind, "error": exc},
             )
@@ -202,7 +213,7 @@ class NearDuplicateChecker:
 
     def _index_back(self) -> None:
         """The index answers again: say so, and warn again at its next outage."""
-        logger.info(
+        self._logger.info(
             "Simhash %(kind)s index available again, after %(errors)d failed checks (stat %(stat)s)",
             {"kind": self._kind, "errors": self._index_errors, "stat": f"{self._prefix}/index_error"},
         )
@@ -215,3 +226,18 @@ class NearDuplicateChecker:
 
     def _stats_set(self, name: str, value: int) -> None:
         self._crawler.stats.set_value(f"{self._prefix}/{name}", value)
+
+
+def summary(info: dict[str, Any]) -> str:
+    """One line on an index: where it is, its size, k and table design (not its internals)."""
+    parts = [f"{name}={info[name]}" for name in _SUMMARY_FIELDS if info.get(name) not in (None, "")]
+    design = info.get("design")
+    if isinstance(design, dict):
+        parts.append(
+            "tables={tables} (blocks of {blocks} bits, {prefix_bits}-bit keys)".format(
+                tables=design.get("tables"),
+                blocks="/".join(map(str, design.get("blocks", []))),
+                prefix_bits=design.get("prefix_bits"),
+            )
+        )
+    return ", ".join(parts)

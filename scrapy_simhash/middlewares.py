@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import IgnoreRequest, NotConfigured
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 #: The ``Request.meta`` key that holds the result, and the item field the
 #: pipeline reads it back from.
 META_KEY = "simhash"
+
+logger = logging.getLogger(__name__)
 
 
 class SimhashMiddleware:
@@ -62,7 +65,9 @@ class SimhashMiddleware:
         self.config = SimhashSettings.from_settings(crawler.settings)
         if not self.config.enabled:
             raise NotConfigured
-        self._checker = NearDuplicateChecker(crawler, self.config, kind="page", stats_prefix="simhash")
+        self._checker = NearDuplicateChecker(
+            crawler, self.config, kind="page", stats_prefix="simhash", logger=logger
+        )
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

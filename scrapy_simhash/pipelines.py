@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import html
 import itertools
 import re
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 
 # A field value is treated as HTML when it starts with a tag (or a comment/doctype).
 _LOOKS_LIKE_HTML = re.compile(r"^\s*<[!/a-zA-Z]")
+
+logger = logging.getLogger(__name__)
 
 
 class SimhashPipeline:
@@ -54,7 +57,9 @@ class SimhashPipeline:
         self.config = SimhashSettings.from_settings(crawler.settings)
         if not self.config.enabled:
             raise NotConfigured
-        self._checker = NearDuplicateChecker(crawler, self.config, kind="item", stats_prefix="simhash/items")
+        self._checker = NearDuplicateChecker(
+            crawler, self.config, kind="item", stats_prefix="simhash/items", logger=logger
+        )
         self._item_numbers = itertools.count(1)
 
     @classmethod
