@@ -96,3 +96,13 @@ def test_fast_nfkc_is_nfkc(content: str) -> None:
 def test_normalize_blocks_is_normalize_of_each_block(blocks: list[str]) -> None:
     expected = [normalised for normalised in map(text.normalize, blocks) if normalised]
     assert text.normalize_blocks(blocks) == expected
+
+
+@pytest.mark.parametrize("html", [None, 42, ["<p>a</p>"]])
+def test_what_is_not_bytes_or_text_is_a_type_error_naming_it(html: object) -> None:
+    with pytest.raises(TypeError, match=f"html must be bytes or str, not {type(html).__name__}"):
+        text.parse_html(html)  # type: ignore[arg-type]
+
+
+def test_a_bytearray_is_read_like_bytes() -> None:
+    assert text.visible_text(text.parse_html(bytearray(b"<p>hello world</p>"))) == "hello world"

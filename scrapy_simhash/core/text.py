@@ -98,7 +98,9 @@ def parse_html(html: bytes | str, encoding: str | None = None) -> etree._Element
     if isinstance(html, str):
         html = html.encode("utf-8", "surrogatepass")
         encoding = "utf-8"
-    html = html[:MAX_HTML_BYTES]
+    elif not isinstance(html, (bytes, bytearray, memoryview)):
+        raise TypeError(f"html must be bytes or str, not {type(html).__name__}")
+    html = bytes(html[:MAX_HTML_BYTES])
     _check_body(html)
     if not _is_utf8(html, encoding):
         # lxml refuses str with an encoding declaration: re-encode and say it is UTF-8.
