@@ -114,3 +114,21 @@ def test_inspect_of_a_directory_without_an_index_creates_nothing(
     assert main(["inspect", str(tmp_path)]) == 1
     assert "holds no scrapy-simhash index" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_export_and_import_carry_the_fingerprint_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    signature, other = "simhash-v2;shingle_size=2", "simhash-v2;shingle_size=3"
+    with open_index(tmp_path / "source", signature=signature) as index:
+        index.add_many(stored_pairs(20))
+    export = tmp_path / "export.jsonl"
+    assert main(["export", str(tmp_path / "source"), str(export)]) == 0
+    assert json.loads(export.read_text().splitlines()[0]) == {"signature": signature}
+
+    assert main(["import", str(export), str(tmp_path / "copy")]) == 0
+    with open_index(tmp_path / "copy", signature=signature) as copy:  # same options: accepted
+        assert sorted(copy.items()) == sorted(stored_pairs(20))
+    with open_index(tmp_path / "elsewhere", signature=other):
+        pass
+    capsys.readouterr()
+    assert main(["import", str(export), str(tmp_path / "elsewhere")]) == 1  # other options: refused
+    assert "made with other options" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """``inspect``, ``export`` and ``import``: look into a stored index, move it elsewhere.
 
-``export`` and ``import`` speak JSON lines ``{"fingerprint": "<16 hex>", "key": "..."}``,
+``export`` and ``import`` speak JSON lines ``{"fingerprint": "<16 hex>", "key": "..."}``
+(after a first ``{"signature": "..."}`` line when the index records its fingerprint options),
 so a JOBDIR store can move into Redis (``export`` then ``import``) and back.
 """
 
@@ -13,7 +14,7 @@ import os
 import random
 from collections import Counter
 from collections.abc import Iterator
-from itertools import islice
+from itertools import chain, islice
 from typing import Any
 
 from ..core.fingerprint import from_hex, to_hex
@@ -22,6 +23,7 @@ from ._common import add_distance_argument
 from ._io import open_output, read_jsonl, warn, write_jsonl
 
 _IMPORT_BATCH = 10_000
+Record = tuple[int, dict[str, Any]]  # (line number, JSON object)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -108,6 +110,9 @@ def _reservoir(items: Iterator[tuple[int, str]], size: int) -> list[tuple[int, s
 def run_export(args: argparse.Namespace) -> int:
     count = 0
     with _open_existing(args) as index, open_output(args.output) as output:
+        signature = index.describe().get("signature")
+        if signature:  # so that import can refuse to mix it with other fingerprints
+            write_jsonl(output, {"signature": signature})
         for fingerprint, key in index.items():
             write_jsonl(output, {"fingerprint": to_hex(fingerprint), "key": key})
             count += 1
@@ -119,8 +124,10 @@ def run_import(args: argparse.Namespace) -> int:
     added = skipped = 0
     if args.input != "-" and not os.path.exists(args.input):  # before the index is created
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), args.input)
-    with _open(args, reset=args.reset) as index:
-        for batch in _batches(_entries(args.input), _IMPORT_BATCH):
+    records = read_jsonl(args.input)
+    signature, records = _signature_line(records)
+    with _open(args, reset=args.reset, signature=signature) as index:
+        for batch in _batches(_entries(args.input, records), _IMPORT_BATCH):
             if args.skip_near_duplicates:
                 kept = sum(index.add_if_new(fp, key) is None for fp, key in batch)
                 added, skipped = added + kept, skipped + len(batch) - kept
@@ -132,8 +139,18 @@ def run_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _entries(path: str) -> Iterator[tuple[int, str]]:
-    for number, record in read_jsonl(path):
+def _signature_line(records: Iterator[Record]) -> tuple[str, Iterator[Record]]:
+    """The options signature of an export's first line, if it has one, and the records."""
+    first = next(records, None)
+    if first is None:
+        return "", records
+    if "signature" in first[1] and "fingerprint" not in first[1]:
+        return str(first[1]["signature"]), records
+    return "", chain([first], records)
+
+
+def _entries(path: str, records: Iterator[Record]) -> Iterator[tuple[int, str]]:
+    for number, record in records:
         try:
             fingerprint = from_hex(str(record["fingerprint"]))
             key = record["key"]
