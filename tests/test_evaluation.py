@@ -132,6 +132,24 @@ def test_evaluate_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "fn    0" in out.split("crawl order")[0]
 
 
+def test_evaluate_feature_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    body = "<html><body><article><p>{}</p></article></body></html>"
+    text = "".join(f"第{n}段说明了如何配置软件包并检查它的依赖关系。" for n in range(40))
+    pages = [
+        {"id": "z1", "url": "http://example.cn/1", "lang": "zh", "html": body.format(text)},
+        {"id": "z2", "url": "http://example.cn/2", "lang": "zh", "html": body.format(text + "另加一句。")},
+    ]
+    pages_path, pairs_path = tmp_path / "pages.jsonl", tmp_path / "pairs.jsonl"
+    pages_path.write_text("".join(json.dumps(page) + "\n" for page in pages), encoding="utf-8")
+    pairs_path.write_text(json.dumps({"id_a": "z1", "id_b": "z2", "label": "dup"}) + "\n", encoding="utf-8")
+    command = ["evaluate", "--pages", str(pages_path), "--pairs", str(pairs_path), "-k", "3"]
+    for features in (["--segmenter", "jieba", "--shingle-size", "3", "--weighting", "log"], ["--segmenter", "char"]):
+        assert main(command + features) == 0
+        assert "fn    0" in capsys.readouterr().out  # the pair is found either way
+    with pytest.raises(SystemExit, match="shingle_size must be between 1 and 16, not 0"):
+        main(command + ["--shingle-size", "0"])
+
+
 def test_evaluate_rejects_bad_k(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         main(["evaluate", "--pages", "x", "--pairs", "y", "-k", "3,nine"])

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections import Counter
 from typing import Any
 
 from .. import evaluation
-from ..core.fingerprinter import Fingerprinter
+from ..core.features import WEIGHTINGS
+from ..core.fingerprinter import Fingerprinter, FingerprintOptions
+from ..core.segment import SEGMENTERS
 from ._common import add_fingerprint_arguments, fingerprinter_from_args
 from ._io import read_jsonl, warn
 
@@ -32,14 +35,40 @@ def add_parser(subparsers: Any) -> None:
                         metavar="K[,K...]",
                         help="distances to score, 0..8 (default: %(default)s)")
     add_fingerprint_arguments(parser)
+    _add_feature_arguments(parser)
     parser.add_argument("--plot", metavar="FILE.png",
                         help="draw the distance histogram (needs the 'plot' extra: matplotlib)")
     parser.set_defaults(func=run)
 
 
+def _add_feature_arguments(parser: argparse.ArgumentParser) -> None:
+    """The feature options, to compare them on your own labelled pages before a crawl."""
+    defaults = FingerprintOptions()
+    group = parser.add_argument_group(
+        "features", "as SIMHASH_SEGMENTER, SIMHASH_SHINGLE_SIZE, SIMHASH_WEIGHTING (defaults: theirs)"
+    )
+    group.add_argument("--segmenter", choices=SEGMENTERS, default=defaults.segmenter,
+                       help="Han text: characters, or jieba words (default: %(default)s)")
+    group.add_argument("--shingle-size", type=int, default=defaults.shingle_size, metavar="N",
+                       help="tokens per shingle (default: %(default)s)")
+    group.add_argument("--weighting", choices=WEIGHTINGS, default=defaults.weighting,
+                       help="shingle weight on a page (default: %(default)s)")
+
+
+def _fingerprinter(args: argparse.Namespace) -> Fingerprinter:
+    """The shared options' fingerprinter, with the feature options of the command line."""
+    options = fingerprinter_from_args(args).options
+    try:
+        return Fingerprinter(dataclasses.replace(
+            options, segmenter=args.segmenter, shingle_size=args.shingle_size, weighting=args.weighting
+        ))
+    except (ValueError, ImportError) as exc:  # a bad size; rjieba not installed
+        raise SystemExit(f"scrapy-simhash evaluate: {exc}")
+
+
 def run(args: argparse.Namespace) -> int:
     ks = _parse_ks(args.max_distance)
-    fingerprints, wildcards, languages, order = _fingerprint_pages(args.pages, fingerprinter_from_args(args))
+    fingerprints, wildcards, languages, order = _fingerprint_pages(args.pages, _fingerprinter(args))
     labels = _read_labels(args.pairs, languages)
     close = evaluation.close_pairs(fingerprints, languages, max(ks), wildcards)
     print(f"{len(languages)} pages, {len(fingerprints)} fingerprinted, "

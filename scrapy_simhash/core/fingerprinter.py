@@ -41,7 +41,8 @@ class FingerprintOptions:
     weighting: Weighting = "tf"
     min_tokens: int = 10
     hash_key: bytes = field(default=b"", repr=False)
-    #: "char": every Han character is a token (measured better than words, and faster);
+    #: "char": every Han character is a token (measured better than words, and faster:
+    #: zh P / R 0.996 / 0.950 against 0.993 / 0.923 for word bigrams, README "Features");
     #: "auto"/"rjieba"/"jieba": dictionary words.
     segmenter: Segmenter = "char"
     main_content: bool = True
