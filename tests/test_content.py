@@ -37,6 +37,20 @@ def test_boilerplate_named_by_class_is_removed() -> None:
         assert boilerplate not in extracted
 
 
+def test_byline_copyright_and_disclaimer_lines_are_removed() -> None:
+    html = (
+        f"<body><article><h1>Title</h1><p class='byline'>By A. Writer, 3 May</p><p>{ARTICLE[:1500]}</p>"
+        f"<p>{ARTICLE[1500:]}</p>"
+        "<p class='copyright-note'>All rights reserved by the publisher</p>"
+        "<div id='legal'><div class='disclaimer'>Opinions are the author's own and not ours</div></div>"
+        "<p class='lead-in'>A paragraph with a class of its own stays in</p></article></body>"
+    )
+    extracted = _extract(html)
+    assert "sentence 39 of the article body" in extracted and "A paragraph with a class" in extracted
+    for boilerplate in ("By A. Writer", "All rights reserved", "Opinions are"):
+        assert boilerplate not in extracted
+
+
 def test_link_lists_are_left_out_of_prose_pages() -> None:
     links = "".join(f"<li><a href='/{n}'>related page number {n}</a></li>" for n in range(20))
     html = f"<body><div><p>{ARTICLE}</p><ul>{links}</ul></div></body>"

@@ -3,7 +3,7 @@
 An element is boilerplate when its tag says so (``<nav>``, ``<header>``, ``<footer>``,
 ``<aside>``, ``<form>``, ...), its ARIA role says so (navigation, banner,
 contentinfo, ...), it is hidden, or its class/id names it (the Readability heuristics,
-extended with counters, share bars and meta lines) without also saying it is the
+extended with counters, share bars, bylines and legal notes) without also saying it is the
 content. Such elements are removed unless they hold most of the page's text.
 """
 
@@ -15,18 +15,20 @@ from lxml import etree
 
 _BOILERPLATE_TAGS = ("nav", "header", "footer", "aside", "form", "menu", "dialog")
 _BOILERPLATE_TAG_SET = frozenset(_BOILERPLATE_TAGS)
-#: Only these are checked for boilerplate class/id names: the containers, not inline text.
-_CONTAINER_TAGS = ("div", "section", "ul", "ol", "table")
+#: Only these are checked for boilerplate class/id names: containers and paragraphs (a
+#: byline, a copyright line), not inline text.
+_CONTAINER_TAGS = ("div", "section", "ul", "ol", "table", "p")
 _BOILERPLATE_ROLES = frozenset(
     {"navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar", "dialog"}
 )
-# Readability's "unlikely candidates", extended with counters, share bars and meta lines.
+# Readability's "unlikely candidates", extended with counters, share bars, meta lines,
+# bylines, copyright and disclaimer notes.
 # Short words must stand alone (between separators); long ones may be part of a word
 # ("sphinxsidebar").
 _UNLIKELY = re.compile(
-    r"(?:^|[\s_-])(?:ad|ads|adv|adbox|adsbox|meta|nav|tags?|share|reply)(?=$|[\s_-])|"
-    r"advert|banner|breadcrumb|comment|community|cookie|counter|disqus|footer|gdpr|header|"
-    r"menu|navbar|navigation|pager|pagination|popup|promo|recommend|related|remark|replies|"
+    r"(?:^|[\s_-])(?:ad|ads|adv|adbox|adsbox|byline|meta|nav|tags?|share|reply)(?=$|[\s_-])|"
+    r"advert|banner|breadcrumb|comment|community|cookie|copyright|counter|disclaimer|disqus|"
+    r"footer|gdpr|header|menu|navbar|navigation|pager|pagination|popup|promo|recommend|related|remark|replies|"
     r"rss|sharing|shoutbox|sidebar|skyscraper|social|sponsor|subscribe|toolbar|topbar|widget",
     re.IGNORECASE,
 )
