@@ -136,11 +136,25 @@ def score_pairs(
 
 
 def distance_histogram(
-    close: Mapping[tuple[str, str], int], labels: Labels
+    close: Mapping[tuple[str, str], int],
+    labels: Labels,
+    fingerprints: Mapping[str, int],
+    wildcards: Mapping[str, int] | None = None,
 ) -> dict[str, Counter[int]]:
-    """How many dup and distinct pairs lie at each distance (ambiguous ones left out)."""
+    """How many dup and distinct pairs lie at each distance (ambiguous ones left out).
+
+    Every labelled pair counts, however far apart (so the missed duplicates show),
+    and the unlisted pairs in *close*; a distance is counted as in :func:`close_pairs`.
+    """
+    wildcards = wildcards or {}
+    position = {page: number for number, page in enumerate(fingerprints)}
+    distances = dict(close)
+    for a, b in labels.pairs:
+        if a in fingerprints and b in fingerprints:
+            later = a if position[a] > position[b] else b
+            distances[a, b] = ((fingerprints[a] ^ fingerprints[b]) & ~wildcards.get(later, 0)).bit_count()
     histogram: dict[str, Counter[int]] = {DUP: Counter(), DISTINCT: Counter()}
-    for (a, b), distance in close.items():
+    for (a, b), distance in distances.items():
         label = labels.get(a, b)[0]
         if label != AMBIGUOUS:
             histogram[label][distance] += 1

@@ -6,15 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import CORPUS, needs_corpus
 
 from scrapy_simhash import evaluation
 from scrapy_simhash.cli import main
 from scrapy_simhash.core.fingerprinter import Fingerprinter
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev"
-needs_corpus = pytest.mark.skipif(not (CORPUS / "pages.jsonl.gz").exists(), reason="no dev corpus")
-#: The distance the defaults were tuned for (see the README, "Choosing k").
-TUNED_K = 7
+from scrapy_simhash.index import DEFAULT_MAX_DISTANCE
 
 LABELS = evaluation.Labels.from_records(
     [
@@ -54,8 +52,14 @@ def test_crawl_order_score() -> None:
 
 
 def test_histogram_and_f1() -> None:
-    histogram = evaluation.distance_histogram({("a", "b"): 1, ("b", "d"): 3, ("a", "d"): 0}, LABELS)
-    assert histogram["dup"][1] == 1 and histogram["distinct"][3] == 1 and histogram["distinct"][0] == 0
+    fingerprints = {"a": 0b0000, "b": 0b0001, "c": 0xFFFF, "d": 0b0111, "e": 0b1111}
+    close = {("a", "b"): 1, ("d", "e"): 1}  # the pairs within some k: labelled or not
+    histogram = evaluation.distance_histogram(close, LABELS, fingerprints)
+    # every labelled pair counts, however far: a-c, a dup 16 bits apart, shows where k misses it
+    assert histogram["dup"] == {1: 1, 16: 1}
+    assert histogram["distinct"] == {2: 1, 1: 1}  # b-d (labelled), d-e (unlisted, close)
+    wildcarded = evaluation.distance_histogram({}, LABELS, fingerprints, {"c": 0xFF00})
+    assert wildcarded["dup"][8] == 1  # a-c outside the later page's wildcard bits
     assert evaluation.Score(3, 1, 1).f1 == pytest.approx(0.75)
     assert evaluation.Score().precision == evaluation.Score().recall == 1.0
 
@@ -70,16 +74,17 @@ def _score_sample(pages: list[dict[str, Any]]) -> tuple[evaluation.Report, evalu
     labels = evaluation.Labels.from_records(
         pair for pair in _read("pairs.jsonl.gz") if pair["id_a"] in ids and pair["id_b"] in ids
     )
-    fingerprinter, fingerprints = Fingerprinter(), {}
+    fingerprinter, fingerprints, wildcards = Fingerprinter(), {}, {}
     languages = {page["id"]: page["lang"] for page in pages}
     for page in pages:
         result = fingerprinter.from_html(page["html"], url=page["url"])
         if result.fingerprint is not None:
-            fingerprints[page["id"]] = result.fingerprint
-    close = evaluation.close_pairs(fingerprints, languages, TUNED_K)
-    pairwise = evaluation.score_pairs(close, labels, languages, TUNED_K)
+            fingerprints[page["id"]], wildcards[page["id"]] = result.fingerprint, result.wildcard
+    k = DEFAULT_MAX_DISTANCE  # with the default wildcard bits: what a crawl does
+    close = evaluation.close_pairs(fingerprints, languages, k, wildcards)
+    pairwise = evaluation.score_pairs(close, labels, languages, k)
     order = [page["id"] for page in pages]
-    matched = evaluation.crawl_matches(fingerprints, order, TUNED_K)
+    matched = evaluation.crawl_matches(fingerprints, order, k, wildcards)
     crawl = evaluation.score_crawl(order, matched, labels, languages)
     return pairwise, crawl
 
@@ -92,18 +97,20 @@ def test_quality_on_a_sample_of_the_dev_corpus() -> None:
         assert pairwise.by_language[language].precision >= 0.97
         assert pairwise.by_language[language].recall >= 0.85
         assert crawl.by_language[language].precision >= 0.97
-        assert crawl.by_language[language].recall >= 0.88
+        assert crawl.by_language[language].recall >= 0.90
 
 
 @needs_corpus
 @pytest.mark.slow
 def test_quality_on_the_whole_dev_corpus() -> None:
+    """The targets are precision >= 0.99 and recall >= 0.95; Chinese pairwise recall is
+    0.9498 (README, "How well does it work"), so recall is held at 0.94."""
     pairwise, crawl = _score_sample(_read("pages.jsonl.gz"))
     for language in ("en", "zh"):
         assert pairwise.by_language[language].precision >= 0.99
-        assert pairwise.by_language[language].recall >= 0.92
+        assert pairwise.by_language[language].recall >= 0.94
         assert crawl.by_language[language].precision >= 0.99
-        assert crawl.by_language[language].recall >= 0.94
+        assert crawl.by_language[language].recall >= 0.95
 
 
 def test_evaluate_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,6 +14,9 @@ from ..core.segment import SEGMENTERS
 from ._common import add_fingerprint_arguments, fingerprinter_from_args
 from ._io import read_jsonl, warn
 
+#: Distances 0..N-1 get a row each in the printed histogram, the farther ones one row.
+_HISTOGRAM_ROWS = 16
+
 _DEFAULT_KS = "3,4,5,6,7,8"
 
 
@@ -78,10 +81,10 @@ def run(args: argparse.Namespace) -> int:
         _print_report(f"pairwise, k={k}", pairwise, by_kind=True)
         matched = evaluation.crawl_matches(fingerprints, order, k, wildcards)
         _print_report(f"crawl order, k={k}", evaluation.score_crawl(order, matched, labels, languages))
-    histogram = evaluation.distance_histogram(close, labels)
-    _print_histogram(histogram, max(ks))
+    histogram = evaluation.distance_histogram(close, labels, fingerprints, wildcards)
+    _print_histogram(histogram)
     if args.plot:
-        return _plot(histogram, max(ks), args.plot)
+        return _plot(histogram, args.plot)
     return 0
 
 
@@ -139,7 +142,11 @@ def _line(name: str, score: evaluation.Score) -> str:
         f"tp {score.true_positives:5d}  fp {score.false_positives:4d}  "
         f"fn {score.false_negatives:4d}"
     )
-    return f"  {name:<24} P {score.precision:.3f}  R {score.recall:.3f}  F1 {score.f1:.3f}   {counts}"
+    # "-": no pair found (precision), or no duplicate to find (recall, e.g. template siblings)
+    precision = f"{score.precision:.3f}" if score.true_positives + score.false_positives else "  -  "
+    recall = f"{score.recall:.3f}" if score.true_positives + score.false_negatives else "  -  "
+    f1 = f"{score.f1:.3f}" if score.true_positives else "  -  "
+    return f"  {name:<24} P {precision}  R {recall}  F1 {f1}   {counts}"
 
 
 def _print_report(title: str, report: evaluation.Report, by_kind: bool = False) -> None:
@@ -152,15 +159,19 @@ def _print_report(title: str, report: evaluation.Report, by_kind: bool = False) 
             print(_line(f"kind {kind}", report.by_kind[kind]))
 
 
-def _print_histogram(histogram: dict[str, Counter[int]], top: int) -> None:
-    print("\nHamming distance of same-language pairs (dup vs distinct, unlisted = distinct)")
+def _print_histogram(histogram: dict[str, Counter[int]]) -> None:
+    print("\nHamming distance (outside the later page's wildcard bits) of every labelled pair,")
+    print("and of the unlisted pairs (distinct) within the largest k")
     print(f"  {'distance':>8} {'dup':>7} {'distinct':>9}")
-    for distance in range(top + 1):
+    for distance in range(_HISTOGRAM_ROWS):
         dup, distinct = histogram[evaluation.DUP][distance], histogram[evaluation.DISTINCT][distance]
         print(f"  {distance:>8} {dup:>7} {distinct:>9}")
+    farther = [sum(n for d, n in histogram[label].items() if d >= _HISTOGRAM_ROWS) for label in
+               (evaluation.DUP, evaluation.DISTINCT)]
+    print(f"  {'>=' + str(_HISTOGRAM_ROWS):>8} {farther[0]:>7} {farther[1]:>9}")
 
 
-def _plot(histogram: dict[str, Counter[int]], top: int, path: str) -> int:
+def _plot(histogram: dict[str, Counter[int]], path: str) -> int:
     try:
         import matplotlib
 
@@ -169,7 +180,7 @@ def _plot(histogram: dict[str, Counter[int]], top: int, path: str) -> int:
     except ImportError:
         warn("--plot needs matplotlib: pip install 'scrapy-simhash[plot]'")
         return 2
-    distances = list(range(top + 1))
+    distances = list(range(max(max(counts, default=0) for counts in histogram.values()) + 1))
     figure, axes = plt.subplots(figsize=(7, 4))
     width = 0.4
     for offset, label in ((-width / 2, evaluation.DUP), (width / 2, evaluation.DISTINCT)):
