@@ -10,6 +10,7 @@ any extractor you pass) -> normalised blocks -> the site's template blocks left 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Literal
@@ -64,9 +65,13 @@ class FingerprintOptions:
             raise ValueError(f"wildcard_bits must be between 0 and 32, not {self.wildcard_bits}")
 
     def signature(self) -> str:
-        """A stable string naming the options (the key's presence, never the key)."""
+        """A stable string naming the options; a hash key by a short digest, never itself.
+
+        Fingerprints made with two different keys are unrelated, so the digest tells
+        their stores apart.
+        """
         values = asdict(self)
-        values["hash_key"] = "keyed" if self.hash_key else "unkeyed"
+        values["hash_key"] = f"keyed:{_key_digest(self.hash_key)}" if self.hash_key else "unkeyed"
         # jieba and rjieba (and so "auto") cut words identically; "char" does not.
         values["segmenter"] = "char" if self.segmenter == "char" else "words"
         del values["wildcard_bits"]  # query-side only: fingerprints are the same
@@ -165,3 +170,8 @@ def _domain(url: str | None) -> str | None:
         return urlsplit(url).hostname
     except ValueError:  # a malformed URL (bad port, bad IPv6): no per-site state
         return None
+
+
+def _key_digest(key: bytes) -> str:
+    # 48 bits: enough to tell keys apart, too few to stand for the key.
+    return hashlib.blake2b(key, digest_size=6, person=b"simhash-sig").hexdigest()
