@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import CORPUS
+from conftest import CORPUS, needs_corpus
 from scrapy_simhash.core import segment
 from scrapy_simhash.core.segment import Tokenizer, load_segmenter
 
@@ -86,6 +86,7 @@ def test_counts_are_the_counts_of_the_tokens(text: str, name: str) -> None:
     assert _as_text(tokenize.counts(text)) == Counter(tokenize(text))
 
 
+@needs_corpus
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("name", ["auto", "char"])
 def test_counts_match_tokens_on_corpus_pages(lang: str, name: str) -> None:
@@ -103,6 +104,7 @@ def test_raw_tokens_are_the_tokens_or_their_utf8(text: str) -> None:
     assert [_decoded(t) for t in tokenize.raw(text)] == tokenize(text)
 
 
+@needs_corpus
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_raw_tokens_match_tokens_on_corpus_pages(lang: str) -> None:
     tokenize = Tokenizer()
@@ -121,6 +123,7 @@ def test_char_tokens_are_han_runs_cut_into_characters(text: str) -> None:
     assert Tokenizer(segmenter="char")(text) == _char_tokens_run_by_run(text)
 
 
+@needs_corpus
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_char_tokens_match_run_by_run_cutting_on_corpus_pages(lang: str) -> None:
     tokenize = Tokenizer(segmenter="char")
@@ -181,6 +184,7 @@ def _corpus_texts(lang: str, count: int) -> list[str]:
         return list(itertools.islice(wanted, count))
 
 
+@needs_corpus
 @pytest.mark.skipif(not HAS_RJIEBA, reason="rjieba is not installed")
 def test_rjieba_segments_han_text_like_jieba() -> None:
     runs = [run for text in _corpus_texts("zh", 60) for run in segment._HAN_RUNS.findall(text)]
@@ -190,6 +194,7 @@ def test_rjieba_segments_han_text_like_jieba() -> None:
         assert rjieba_cut(run) == jieba_cut(run), run
 
 
+@needs_corpus
 @pytest.mark.skipif(not HAS_RJIEBA, reason="rjieba is not installed")
 def test_rjieba_and_jieba_tokenizers_agree_on_mixed_text() -> None:
     texts = _corpus_texts("zh", 40)
