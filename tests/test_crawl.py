@@ -149,7 +149,7 @@ def _fingerprints(items: list[dict[str, Any]]) -> list[int]:
 
 
 def test_a_shared_redis_index_finds_the_same_copies(demo_url: str, redis_url: str) -> None:
-    """Redis calls run in worker threads (blocking_io); the crawl's result is the same."""
+    """Redis calls run in worker threads; the crawl's result is the same."""
     crawler = crawl(RecordingSpider, {"SIMHASH_INDEX": redis_url, "CONCURRENT_REQUESTS": 4}, start_url=demo_url)
     drops = crawler.spider.dropped_pages
     assert {frozenset({local_url(d.url), local_url(d.duplicate_of)}) for d in drops} == DEMO_NEAR_DUPLICATES

@@ -22,7 +22,7 @@ EDGE_FINGERPRINTS = [0, 1, 2**63, 2**64 - 1, 2**63 + 1, 0x8000_0001_8000_0001, 2
 
 def test_open_index_routes_redis_urls(redis_url: str) -> None:
     with open_index(redis_url, namespace="spider") as index:
-        assert isinstance(index, RedisIndex) and index.blocking_io
+        assert isinstance(index, RedisIndex)
 
 
 def test_fingerprints_are_stored_exactly(redis_url: str) -> None:
@@ -37,7 +37,8 @@ def test_fingerprints_are_stored_exactly(redis_url: str) -> None:
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     ops=st.lists(
-        st.tuples(st.sampled_from(["add_if_new", "add", "remove", "remove_key", "query"]), st.integers(0, 63), st.integers(0, 3)),
+        st.tuples(st.sampled_from(["add_if_new", "add", "remove", "remove_key", "query"]),
+                  st.integers(0, 63), st.integers(0, 3)),
         max_size=40,
     ),
     max_distance=st.integers(0, 4),
@@ -98,15 +99,16 @@ def test_namespaces_that_prefix_each_other_stay_apart(redis_url: str) -> None:
         assert list(host_port.items()) == [(2, "b")]
 
 
-def test_every_worker_adopts_the_design_of_the_first(redis_url: str) -> None:
-    with RedisIndex(redis_url, expected_size=1000) as first, RedisIndex(redis_url, expected_size=10**8) as second:
-        assert second.design == first.design
+def test_workers_share_the_log_whatever_their_expected_size_or_distance(redis_url: str) -> None:
+    with RedisIndex(redis_url, 2, expected_size=1000) as first, RedisIndex(redis_url, 3, expected_size=10**8) as second:
         first.add(0xABCD, "k")
-        assert second.query(0xABCD ^ 1)[0].key == "k"
+        assert second.query(0xABCD ^ 0b111)[0].key == "k"  # distance 3: second's own k
+        assert first.query(0xABCD ^ 0b111) == []
 
 
 def test_signature_and_format_are_checked(redis_url: str) -> None:
-    RedisIndex(redis_url, signature="simhash-v1;a").close()
+    with RedisIndex(redis_url, signature="simhash-v1;a") as first, RedisIndex(redis_url) as second:
+        assert first.describe()["signature"] == second.describe()["signature"] == "simhash-v1;a"
     with pytest.raises(IndexFormatError, match="other options"):
         RedisIndex(redis_url, signature="simhash-v1;b")
     with redis.Redis.from_url(redis_url) as client:
@@ -117,14 +119,20 @@ def test_signature_and_format_are_checked(redis_url: str) -> None:
         assert len(index) == 0
 
 
+def test_a_namespace_of_the_bucket_layout_is_refused_with_what_to_do(redis_url: str) -> None:
+    with redis.Redis.from_url(redis_url) as client:
+        client.hset("simhash:old:meta", mapping={"format": "1", "signature": "", "ttl": "0"})
+        client.set("simhash:old:t0:ab", b"\x00" * 8)
+    with pytest.raises(IndexFormatError, match="format '1' is the bucket layout.*SIMHASH_INDEX_RESET"):
+        RedisIndex(redis_url, namespace="old")
+    with RedisIndex(redis_url, namespace="old", reset=True) as index:
+        assert len(index) == 0 and index.add_if_new(1, "a") is None
+
+
 def test_settings_that_would_give_wrong_answers_are_refused(redis_url: str) -> None:
     RedisIndex(redis_url, max_distance=2, ttl=60).close()
-    with pytest.raises(ValueError, match="max_distance <= 2"):
-        RedisIndex(redis_url, max_distance=3, ttl=60)
     with pytest.raises(ValueError, match="ttl=60"):
         RedisIndex(redis_url, max_distance=2)
-    with RedisIndex(redis_url, max_distance=1, ttl=60) as smaller:  # a smaller k is still exact
-        assert smaller.design.max_distance == 2
     with pytest.raises(ValueError, match="at most"):
         RedisIndex(redis_url, namespace="x").add(1, "u" * 70000)
 
@@ -149,12 +157,14 @@ def test_recovers_when_redis_forgets_scripts_and_data(redis_url: str) -> None:
         assert list(index.items()) == [(1, "b")]
 
 
-def test_bucket_sizes_and_describe(redis_url: str) -> None:
+def test_describe_and_bucket_stats(redis_url: str) -> None:
     with RedisIndex(redis_url, expected_size=1000) as index:
         index.add_many((i * 0x9E3779B97F4A7C15 % 2**64, str(i)) for i in range(500))
-        assert sum(index.bucket_sizes(0)) == 500
+        index.remove(0, "0")
         info = index.describe()
-        assert info["size"] == 500 and info["design"]["tables"] == 4
+        assert (info["size"], info["log_records"], info["removed_records"]) == (499, 500, 1)
+        assert info["mirror"]["records"] == 500 and info["design"]["tables"] >= 4
+        assert index.bucket_stats()["buckets_per_table"] >= 256
 
 
 def test_passwords_stay_out_of_messages() -> None:
@@ -183,58 +193,89 @@ def test_password_in_the_url() -> None:
         server.close()
 
 
-def test_a_bucket_hit_whose_key_record_was_evicted_does_not_block_storing(redis_url: str) -> None:
-    # Redis under maxmemory may evict a key shard and keep the buckets that point at it.
-    with RedisIndex(redis_url, namespace=uuid.uuid4().hex) as index:
+def test_an_evicted_chunk_does_not_block_storing(redis_url: str) -> None:
+    # Redis under maxmemory may evict some chunk keys and keep others.
+    with RedisIndex(redis_url, namespace=uuid.uuid4().hex) as index, redis.Redis.from_url(redis_url) as client:
         index.add(0xABCD, "evicted")
-        client = redis.Redis.from_url(redis_url)
-        client.delete(*client.keys(f"{index._prefix}k*"))
+        client.delete(index._names.chunk("o", 0))
         assert index.add_if_new(0xABCD, "again") is None
         assert [match.key for match in index.query(0xABCD)] == ["again"]
-        client.close()
+        assert list(index.items()) == [(0xABCD, "again")]
+
+
+def test_a_worker_follows_what_other_workers_remove_and_reset(redis_url: str) -> None:
+    with RedisIndex(redis_url) as a, RedisIndex(redis_url) as b:
+        a.add(0xFF, "removed")
+        assert b.remove(0xFF) == 1
+        assert a.add_if_new(0xFE, "kept") is None  # a's copy still holds 0xFF: Redis says it is gone
+        with RedisIndex(redis_url, reset=True) as c:
+            c.add(0xF0F0, "after reset")
+        assert a.query(0xFE) == []
+        assert [match.key for match in a.query(0xF0F1)] == ["after reset"]
+        assert a.add_if_new(0xFE, "again") is None
 
 
 def _random_bits(rng: random.Random, count: int) -> int:
     return sum(1 << bit for bit in rng.sample(range(64), count))
 
 
-@pytest.mark.parametrize("ttl", [None, 3600])
-def test_full_buckets_match_brute_force(redis_url: str, ttl: int | None) -> None:
-    # A small expected size makes few, full buckets: the check script then finds the
-    # candidates of each table by its leading 16 bits (string.find) instead of a scan.
-    rng = random.Random(ttl or 0)  # fixed seeds: a failure reproduces
+def _clustered_entries(rng: random.Random, count: int) -> tuple[list[int], list[tuple[int, str]]]:
     bases = [rng.getrandbits(64) for _ in range(8)]
-    entries = [(base ^ _random_bits(rng, rng.randint(0, 6)), f"u{i}")
-               for i, base in enumerate(bases * 60)]
+    return bases, [(rng.choice(bases) ^ _random_bits(rng, rng.randint(0, 6)), f"u{i}") for i in range(count)]
+
+
+@pytest.mark.parametrize("ttl", [None, 3600])
+def test_records_of_other_workers_match_brute_force(redis_url: str, ttl: int | None) -> None:
+    # The reader opens first, so the writer's records reach it through the check
+    # script's scan of the tail (the last ones) and by catching up (the first ones).
+    rng = random.Random(ttl or 0)  # fixed seeds: a failure reproduces
+    bases, entries = _clustered_entries(rng, 6000)  # past the tail bound and a chunk boundary
     reference = BruteForceIndex(3)
-    reference.add_many(entries)
-    with RedisIndex(redis_url, expected_size=64, namespace=uuid.uuid4().hex, ttl=ttl) as index:
-        index.add_many(entries)
-        for _ in range(150):
+    namespace = uuid.uuid4().hex
+    with RedisIndex(redis_url, namespace=namespace, ttl=ttl) as reader, \
+            RedisIndex(redis_url, namespace=namespace, ttl=ttl) as writer:
+        for index in (writer, reference):
+            index.add_many(entries[:4000])
+        assert reader.query(entries[0][0]) == reference.query(entries[0][0])  # catches up
+        for index in (writer, reference):
+            index.add_many(entries[4000:])  # 4000-6000: across chunks 0 and 1, scanned in Lua
+        removed = entries[4500]
+        assert writer.remove(*removed) == reference.remove(*removed) == 1
+        for _ in range(100):
             query = rng.choice(bases) ^ _random_bits(rng, rng.randint(0, 8))
             wildcard = _random_bits(rng, rng.choice([0, 4, 12]))
-            assert index.query(query, wildcard) == reference.query(query, wildcard)
+            assert reader.query(query, wildcard) == reference.query(query, wildcard)
         new = rng.choice(bases) ^ _random_bits(rng, 5)
-        wildcard = _random_bits(rng, 12)
-        assert index.add_if_new(new, "new", wildcard) == reference.add_if_new(new, "new", wildcard)
+        assert reader.add_if_new(new, "new", 0xFFF) == reference.add_if_new(new, "new", 0xFFF)
+        assert sorted(writer.items()) == sorted(reference.items())
+        assert len(reader) == len(reference)
 
 
-def test_leading_bytes_inside_a_record_are_no_candidate(redis_url: str) -> None:
-    # The query's leading bytes end the bucket's last record, where no record starts.
-    query, last = 0xAAAA_0000_0000_8000, 0x8000_0000_0000_AAAA
-    fillers = [0x8000_0000_0000_0000 | (i * 0x0F0F_0F0F_0F0F) for i in range(1, 9)]
-    entries = [(fp, hex(fp)) for fp in [*fillers, last]]
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(st.tuples(st.booleans(), st.sampled_from(["add_if_new", "add", "remove", "query"]),
+                              st.integers(0, 63)), max_size=30))
+def test_two_workers_match_one_brute_force_index(redis_url: str, ops) -> None:
     reference = BruteForceIndex(3)
-    reference.add_many(entries)
-    with RedisIndex(redis_url, expected_size=64, namespace=uuid.uuid4().hex) as index:
+    namespace = uuid.uuid4().hex
+    with RedisIndex(redis_url, namespace=namespace) as a, RedisIndex(redis_url, namespace=namespace) as b:
+        for step, (first, op, bit) in enumerate(ops):
+            index, fingerprint = (a if first else b), 0xF0F0_0F0F_F0F0_0F0F ^ (1 << bit) ^ (1 << (bit * 5 % 64))
+            if op == "remove":
+                assert index.remove(fingerprint) == reference.remove(fingerprint)
+            elif op == "query":
+                assert index.query(fingerprint, 0xF) == reference.query(fingerprint, 0xF)
+            else:
+                assert getattr(index, op)(fingerprint, f"k{step}") == getattr(reference, op)(fingerprint, f"k{step}")
+        assert sorted(b.items()) == sorted(reference.items())
+
+
+def test_expired_chunks_are_skipped_when_a_worker_opens(redis_url: str) -> None:
+    entries = [(i * 0x9E3779B97F4A7C15 % 2**64, str(i)) for i in range(5000)]  # chunks 0 and 1
+    with RedisIndex(redis_url, ttl=1) as index:
         index.add_many(entries)
-        for wildcard in (0, 0xF, 0xFFF0_0000):
-            assert index.query(query, wildcard) == reference.query(query, wildcard) == []
-
-
-def test_a_fingerprint_inside_another_key_is_not_its_key(redis_url: str) -> None:
-    fingerprint = int.from_bytes(b"abcdefgh", "big")
-    with RedisIndex(redis_url, expected_size=64, namespace=uuid.uuid4().hex) as index:
-        index.add(fingerprint ^ 1 << 40, "https://example.com/abcdefgh")  # same key shard, first
-        index.add(fingerprint, "own")
-        assert [m.key for m in index.query(fingerprint) if m.fingerprint == fingerprint] == ["own"]
+        time.sleep(2.5)  # chunk 0 (full) expires; chunk 1 lives on with the next record
+        index.add(7, "late")
+    with RedisIndex(redis_url, ttl=1) as index:
+        assert index.describe()["mirror"]["records"] == 5001 - 4096
+        assert list(index.items()) == [(7, "late")] and len(index) == 1
+        assert index.add_if_new(entries[-1][0], "again") is None

@@ -1,66 +1,57 @@
-"""What a Redis namespace holds, seen from Python: meta, records, replies.
+"""What a Redis namespace holds, seen from Python: meta, key names, records.
 
-The key layout is described in :mod:`._redis_lua`, whose scripts read and write it.
+The layout (an append-only log in chunks) is described in :mod:`._redis_lua`, whose
+scripts read and write it.
 """
 
 from __future__ import annotations
 
 import math
-import struct
+import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ._storage import decode_key
-from ._tables import TableDesign, make_design
-from .base import IndexFormatError, Match
+from ._storage import decode_key, encode_key
+from .base import IndexFormatError
 
-FORMAT_VERSION = "1"
-#: Keys longer than this (UTF-8 bytes) do not fit the 2-byte length of a key record.
+FORMAT_VERSION = "2"
+#: Keys longer than this (UTF-8 bytes) are refused: a chunk of keys must stay under
+#: Redis' 512 MB string limit (4096 keys of 64 KiB are 256 MiB).
 MAX_KEY_BYTES = 0xFFFF
-# ~32 records per bucket: each Redis key costs ~80 bytes, so larger buckets than
-# the in-memory index's keep memory down (4 tables * 80 / 32 = 10 bytes a
-# fingerprint), while Lua still scans a bucket in a few microseconds.
-_ROWS_PER_BUCKET_LOG2 = 5
-# ~32 key records per key shard.
-_KEYS_PER_SHARD_LOG2 = 5
-# B = 4 blocks of 16 bits, table t leading with block t (k = 3): the check script
-# finds candidates by their 2 bytes of block t (see _redis_lua.leading).
-_BYTE_BLOCKS = ((48, 16), (32, 16), (16, 16), (0, 16))
-_BYTE_TABLES = ((0,), (1,), (2,), (3,))
+# Records a chunk: small enough that a TTL frees memory soon after records expire (a
+# chunk goes when its last record does) and that reading a tail touches <= 2 chunks,
+# large enough that the per-key overhead of Redis (~100 bytes, 4 keys a chunk) is
+# ~0.1 byte a record.
+CHUNK_RECORDS = 4096
+#: The key end of a record whose chunk lost strings and was blanked (_redis_lua.repair).
+GONE = 0xFFFF_FFFF
+# The kinds of chunk strings: fingerprints, key ends, keys, expiries.
+CHUNK_KINDS = ("f", "o", "k", "e")
 
 
-def new_meta(
-    max_distance: int, expected_size: int, signature: str, ttl: float | None
-) -> dict[str, str]:
-    """The meta hash of a new namespace: format, options signature, design, TTL.
-
-    B = k + 1 blocks (Manku et al., section 3.1.1: the fewest tables), since Redis
-    memory grows with each stored copy of a fingerprint.
-    """
-    blocks = max_distance + 1
-    leading = make_design(max_distance, blocks).leading_bits
-    wanted = math.floor(math.log2(max(expected_size, 2))) - _ROWS_PER_BUCKET_LOG2
-    shard_bits = math.floor(math.log2(max(expected_size, 2))) - _KEYS_PER_SHARD_LOG2
+def new_meta(max_distance: int, signature: str, ttl: float | None) -> dict[str, str]:
+    """The meta hash of a new namespace: format, options signature, TTL, chunk size."""
     return {
         "format": FORMAT_VERSION,
         "signature": signature,
-        "max_distance": str(max_distance),
-        "blocks": str(blocks),
-        "prefix_bits": str(max(1, min(wanted, leading, 32))),
-        "shard_bits": str(max(1, min(shard_bits, 24))),
+        "created_with_max_distance": str(max_distance),  # informative: any k searches the log
         "ttl": str(math.ceil(ttl or 0)),
+        "chunk_records": str(CHUNK_RECORDS),
+        "epoch": uuid.uuid4().hex,
     }
 
 
-def check_meta(meta: dict[str, str], wanted: dict[str, str], max_distance: int, where: str) -> None:
-    """Refuse a namespace whose format, options, TTL or design do not fit *wanted*."""
+def check_meta(meta: dict[str, str], wanted: dict[str, str], where: str) -> None:
+    """Refuse a namespace whose format, options or TTL do not fit *wanted*."""
     if meta.get("format") != FORMAT_VERSION:
         raise IndexFormatError(
-            f"{where} has format {meta.get('format')!r}, expected "
-            f"{FORMAT_VERSION!r}: delete it or set SIMHASH_INDEX_RESET=True"
+            f"{where} has format {meta.get('format')!r}, this version reads format "
+            f"{FORMAT_VERSION!r} (format '1' is the bucket layout of earlier versions): "
+            "start it afresh with SIMHASH_INDEX_RESET=True (import --reset), or use another namespace"
         )
     if wanted["signature"] and meta["signature"] and meta["signature"] != wanted["signature"]:
         raise IndexFormatError(
@@ -73,17 +64,20 @@ def check_meta(meta: dict[str, str], wanted: dict[str, str], max_distance: int, 
             f"{int(wanted['ttl']) or None}: use the same SIMHASH_TTL (--ttl on the command line) "
             "or reset it"
         )
-    if max_distance > int(meta["max_distance"]):
-        raise ValueError(
-            f"{where} was created for max_distance <= {meta['max_distance']}, "
-            f"not {max_distance}: reset it or use another namespace"
-        )
 
 
-def byte_block_prefix_bits(design: TableDesign) -> int:
-    """*design*'s prefix bits if table t leads with bytes 2t, 2t + 1 of a record, else 0."""
-    aligned = design.blocks == _BYTE_BLOCKS and design.tables == _BYTE_TABLES
-    return design.prefix_bits if aligned else 0
+def parse_meta(reply: list[Any]) -> dict[str, str]:
+    """The meta hash from an HGETALL-style flat reply."""
+    values = [reply_text(value) for value in reply]
+    return dict(zip(values[::2], values[1::2]))
+
+
+def encoded_key(key: str) -> bytes:
+    """*key* as stored (UTF-8); a clear error when it is too long for a chunk."""
+    encoded = encode_key(key)
+    if len(encoded) > MAX_KEY_BYTES:
+        raise ValueError(f"key is {len(encoded)} bytes, the Redis index stores at most {MAX_KEY_BYTES}")
+    return encoded
 
 
 def pack(fingerprint: int) -> bytes:
@@ -91,41 +85,59 @@ def pack(fingerprint: int) -> bytes:
     return fingerprint.to_bytes(8, "big")
 
 
-def parse_matches(reply: list[Any]) -> list[Match]:
-    """The matches of a check-and-add reply, nearest first (``[]`` when it stored)."""
-    if reply[0] == 1:
-        return []
-    matches = [
-        Match(decode_key(key), int.from_bytes(fp8, "big"), int(distance))
-        for fp8, distance, key in zip(reply[1::3], reply[2::3], reply[3::3])
-    ]
-    return sorted(matches, key=lambda m: (m.distance, m.key, m.fingerprint))
+def unpack_fingerprints(data: bytes) -> npt.NDArray[np.uint64]:
+    """Packed big-endian fingerprints (or tombstones) as uint64."""
+    return np.frombuffer(data, dtype=">u8").astype(np.uint64)
 
 
-def parse_key_records(data: bytes, record_bytes: int, now: int) -> Iterator[tuple[int, str]]:
-    """The live ``(fingerprint, key)`` pairs of a key shard string."""
-    pos = 0
-    while pos < len(data):
-        (klen,) = struct.unpack_from(">H", data, pos + record_bytes)
-        live = record_bytes == 8 or struct.unpack_from(">I", data, pos + 8)[0] > now
-        if live:
-            start = pos + record_bytes + 2
-            key = decode_key(data[start : start + klen])
-            yield int.from_bytes(data[pos : pos + 8], "big"), key
-        pos += record_bytes + 2 + klen
+@dataclass(frozen=True)
+class Names:
+    """The Redis key names of one namespace."""
+
+    prefix: str
+
+    @property
+    def meta(self) -> str:
+        return self.prefix + "meta"
+
+    @property
+    def script_keys(self) -> list[str]:
+        """KEYS of every log script: meta, record counter, tombstones."""
+        return [self.meta, self.prefix + "n", self.prefix + "x"]
+
+    def chunk(self, kind: str, number: int) -> str:
+        return f"{self.prefix}{kind}{number}"
 
 
-class BucketSizes:
-    """The bucket sizes of a Redis namespace, shaped like ``SortedBuckets`` for ``bucket_stats``."""
+@dataclass(frozen=True)
+class Chunk:
+    """The strings of one chunk, as read with GET (``None``: the key does not exist)."""
 
-    def __init__(self, design: TableDesign, tables: list[list[int]]) -> None:
-        self.design = design
-        self._sizes = np.zeros((len(tables), 2**design.prefix_bits), dtype=np.int64)
-        for row, sizes in zip(self._sizes, tables):
-            row[: len(sizes)] = sizes
+    first_seq: int
+    fingerprints: bytes | None
+    ends: bytes | None
+    keys: bytes | None
+    expiries: bytes | None
 
-    def __len__(self) -> int:
-        return int(self._sizes[0].sum())
+    def live_entries(self, removed: set[int], now: int | None) -> Iterator[tuple[int, str]]:
+        """Its ``(fingerprint, key)`` pairs, without removed (and, with *now*, expired) ones."""
+        if self.fingerprints is None or self.ends is None or self.keys is None:
+            return  # gone (expired with its last record, or evicted)
+        fps = np.frombuffer(self.fingerprints, dtype=">u8").tolist()
+        ends = np.frombuffer(self.ends, dtype=">u4").tolist()
+        live = [True] * len(fps)
+        if now is not None:
+            live = (np.frombuffer(self.expiries or b"", dtype=">u4") > now).tolist()
+        start = 0
+        for slot, (fingerprint, stop, alive) in enumerate(zip(fps, ends, live)):
+            if stop == GONE:  # blanked (see _redis_lua.repair); the next key starts at 0
+                start = 0
+                continue
+            if alive and self.first_seq + slot not in removed:
+                yield fingerprint, decode_key(self.keys[start:stop])
+            start = stop
 
-    def bucket_sizes(self) -> npt.NDArray[np.int64]:
-        return self._sizes
+
+def reply_text(value: Any) -> str:
+    """A status word of a script reply (redis-py returns bytes)."""
+    return value.decode() if isinstance(value, bytes) else str(value)

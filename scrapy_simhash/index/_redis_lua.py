@@ -1,292 +1,250 @@
-"""The Lua scripts of :mod:`scrapy_simhash.index.redis` (Redis >= 5; 6.2 has no Functions).
+"""The Lua scripts of :mod:`scrapy_simhash.index.redis` (Redis >= 6: ``SET ... KEEPTTL``).
 
-Layout of one namespace, every key starting with its prefix ``P``:
+A namespace is an append-only log; every key starts with its prefix ``P``:
 
-* ``P:t<table>:<bucket hex>``: a string of packed bucket records, one per stored
-  fingerprint: 8 bytes big-endian fingerprint, then with a TTL 4 bytes big-endian
-  expiry (Unix seconds, Redis clock).
-* ``P:k<shard>``: a string of key records: a bucket record, 2 bytes key length, the
-  key (UTF-8). The shard is the top ``shard_bits`` of the fingerprint, so a script
-  finds the key of any fingerprint it matched.
-* ``P:n``: number of stored entries (without TTL); ``P:meta``: the design, fixed
-  when the namespace is created, so every worker computes the same bucket keys.
+* record ``s`` (its sequence number) lives in chunk ``c = s // C`` (``C`` records a
+  chunk, from the meta hash) at slot ``i = s % C``, spread over parallel strings:
+  ``P:f<c>`` its fingerprint (8 bytes big-endian, slot ``i`` at byte ``8i``),
+  ``P:k<c>`` the keys (UTF-8, concatenated), ``P:o<c>`` where each key ends in
+  ``P:k<c>`` (4 bytes big-endian), and with a TTL ``P:e<c>`` its expiry (4 bytes,
+  Unix seconds by the Redis clock; each chunk key expires with its last record);
+* ``P:n`` the number of records ever appended; ``P:x`` the removed records, as 8-byte
+  sequence numbers (tombstones); ``P:meta`` format, options, chunk size and an
+  *epoch*, a token made when the namespace is created.
 
-Fingerprints are stored as 8 raw bytes and compared byte by byte (a 256-entry
-popcount table), because Lua 5.1 numbers are doubles: 64-bit values would lose
-bits, as they would as sorted-set scores. Lua runs ~0.1 us per C call, so the check
-script calls as few as it can per record: with k = 3 it lets ``string.find`` pick
-the records of a bucket worth reading (see ``leading``), and reads all probed
-buckets with one MGET.
+Clients search a mirror of the log (:mod:`._redis_mirror`); the check script, given its
+matches and position, atomically confirms them, scans the records it has not seen and
+appends the new one when nothing matched. Fingerprints stay 8 raw bytes (Lua numbers
+are doubles, 64-bit values would lose bits), compared byte by byte (a popcount table).
+
+Every script takes KEYS = meta, counter, tombstones; ARGV[1..4] = epoch, key prefix,
+records a chunk, TTL seconds (0: none); it answers ``{'reload'}`` when the epoch is
+not the namespace's (reset, flushed and recreated) and fails with ``SIMHASH_NOMETA``
+when the namespace is gone.
 """
 
 from __future__ import annotations
 
-# ARGV[1] record bytes (8, or 12 with expiry); ARGV[2] the 8-byte fingerprint.
-# KEYS: the fingerprint's own bucket in each table, then (check script) further
-# buckets to probe, then its key shard, the entry counter, the meta hash.
 _PRELUDE = """
-local band, bxor = bit.band, bit.bxor
-local RB = tonumber(ARGV[1])
-local FP = ARGV[2]
-local NB = #KEYS - 3
-local SHARD, COUNTER, META = KEYS[NB + 1], KEYS[NB + 2], KEYS[NB + 3]
-if redis.call('EXISTS', META) == 0 then return redis.error_reply('SIMHASH_NOMETA') end
+local META, COUNTER, TOMBS = KEYS[1], KEYS[2], KEYS[3]
+local EPOCH, PREFIX, CHUNK, TTL = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local epoch = redis.call('HGET', META, 'epoch')
+if not epoch then return redis.error_reply('SIMHASH_NOMETA') end
+if epoch ~= EPOCH then return {'reload'} end
+if redis.replicate_commands then redis.replicate_commands() end  -- Redis < 7: TIME, then writes
+local N = tonumber(redis.call('GET', COUNTER) or '0')
 local NOW = 0
-if RB == 12 then NOW = tonumber(redis.call('TIME')[1]) end
+if TTL > 0 then NOW = tonumber(redis.call('TIME')[1]) end
+local floor, byte, concat = math.floor, string.byte, table.concat
+local KINDS = {'f', 'k', 'o'}
+if TTL > 0 then KINDS[4] = 'e' end
 
-local byte = string.byte
-local POP = {[0] = POPCOUNTS}  -- bits set in each byte value
-local function unpack_u32(s, pos)
-  local a, b, c, d = byte(s, pos, pos + 3)
-  return ((a * 256 + b) * 256 + c) * 256 + d
+local function name(kind, chunk) return PREFIX .. kind .. chunk end
+
+local function seq8(seq)  -- a tombstone: the 8-byte big-endian sequence number
+  return struct.pack('>I4I4', floor(seq / 4294967296), seq % 4294967296)
 end
 
-local function live(s, pos)
-  if RB == 8 then return true end
-  return struct.unpack('>I4', s, pos + 8) > NOW
-end
-
--- every (key record start, key) in a key shard string
-local function key_records(s)
-  local out, pos = {}, 1
-  while s and pos <= #s do
-    local klen = struct.unpack('>I2', s, pos + RB)
-    out[#out + 1] = {pos, klen}
-    pos = pos + RB + 2 + klen
-  end
-  return out
-end
-
--- bucket records in the same {start, key length} form; -2 makes a record end at pos + RB - 1
-local function bucket_records(s)
-  local out = {}
-  for pos = 1, #s, RB do out[#out + 1] = {pos, -2} end
-  return out
-end
-
--- the keys of fp8's records in a key shard: string.find jumps to each occurrence,
--- the walk over record lengths tells a record start from bytes inside a record
-local function keys_of(shard, fp8)
-  local s, keys = redis.call('GET', shard), {}
-  local pos, at = 1, s and string.find(s, fp8, 1, true)
+local tombstones
+local function removed(seq)  -- string.find (C) over the log, aligned hits only
+  if tombstones == nil then tombstones = redis.call('GET', TOMBS) or '' end
+  local pattern = seq8(seq)
+  local at = string.find(tombstones, pattern, 1, true)
   while at do
-    while pos < at do pos = pos + RB + 2 + struct.unpack('>I2', s, pos + RB) end
-    if pos == at and live(s, pos) then
-      local klen = struct.unpack('>I2', s, pos + RB)
-      keys[#keys + 1] = string.sub(s, pos + RB + 2, pos + RB + 1 + klen)
-    end
-    at = string.find(s, fp8, at + 1, true)
+    if (at - 1) % 8 == 0 then return true end
+    at = string.find(tombstones, pattern, at + 1, true)
   end
-  return keys
+  return false
+end
+
+local function live(seq)  -- not expired (TTL), not removed
+  if TTL > 0 then
+    local chunk = floor(seq / CHUNK)
+    local at = (seq - chunk * CHUNK) * 4
+    local e = redis.call('GETRANGE', name('e', chunk), at, at + 3)
+    if #e < 4 or struct.unpack('>I4', e) <= NOW then return false end
+  end
+  return not removed(seq)
+end
+
+-- the key of record seq; false when it is gone (its chunk expired or was evicted)
+local GONE = 4294967295  -- the key end of a record whose chunk was blanked (see blank)
+local function key_of(seq)
+  local chunk = floor(seq / CHUNK)
+  local slot = seq - chunk * CHUNK
+  local from = math.max(slot - 1, 0) * 4
+  local ends = redis.call('GETRANGE', name('o', chunk), from, slot * 4 + 3)
+  local start, stop = 0, 0
+  if slot == 0 and #ends == 4 then stop = struct.unpack('>I4', ends)
+  elseif slot > 0 and #ends == 8 then start, stop = struct.unpack('>I4I4', ends)
+  else return false end
+  if stop == GONE then return false elseif start == GONE then start = 0 end
+  if stop == start then return '' end
+  return redis.call('GETRANGE', name('k', chunk), start, stop - 1)
+end
+
+-- the fingerprints of records first .. last - 1, zeros where a chunk is gone
+local function fingerprints(first, last)
+  local parts = {}
+  while first < last do
+    local chunk = floor(first / CHUNK)
+    local stop = math.min(last, (chunk + 1) * CHUNK)
+    local at, size = (first - chunk * CHUNK) * 8, (stop - first) * 8
+    local s = redis.call('GETRANGE', name('f', chunk), at, at + size - 1)
+    if #s < size then s = s .. string.rep('\\0', size - #s) end
+    parts[#parts + 1] = s
+    first = stop
+  end
+  return concat(parts)
+end
+
+local function tombstones_since(count) return redis.call('GETRANGE', TOMBS, count * 8, -1) end
+
+-- A chunk that lost strings (expired while idle, evicted under maxmemory) would put
+-- the record out of place: blank the chunk's earlier records (keys gone, expired) instead.
+local function blank(chunk, slot, fp8, key, expiry)
+  redis.call('SET', name('f', chunk), string.rep('\\0', slot * 8) .. fp8)
+  redis.call('SET', name('k', chunk), key)
+  redis.call('SET', name('o', chunk), string.rep('\\255', slot * 4) .. struct.pack('>I4', #key))
+  if TTL > 0 then redis.call('SET', name('e', chunk), string.rep('\\0', slot * 4) .. expiry) end
+end
+
+local function append(fp8, key)  -- record N
+  local chunk = floor(N / CHUNK)
+  local slot, expiry = N - chunk * CHUNK, struct.pack('>I4', NOW + TTL)
+  local whole = redis.call('APPEND', name('f', chunk), fp8) == slot * 8 + 8
+  local stop = redis.call('APPEND', name('k', chunk), key)
+  whole = redis.call('APPEND', name('o', chunk), struct.pack('>I4', stop)) == slot * 4 + 4 and whole
+  if TTL > 0 then whole = redis.call('APPEND', name('e', chunk), expiry) == slot * 4 + 4 and whole end
+  if not whole then blank(chunk, slot, fp8, key, expiry) end
+  for n = 1, TTL > 0 and 4 or 0 do redis.call('EXPIREAT', name(KINDS[n], chunk), NOW + TTL + 1) end
+  N = N + 1
+  if N % CHUNK == 0 then  -- a full chunk: copied once, as APPEND leaves up to 2x allocated
+    for _, kind in ipairs(KINDS) do
+      local s = redis.call('GET', name(kind, chunk))
+      if s then redis.call('SET', name(kind, chunk), s, 'KEEPTTL') end
+    end
+  end
 end
 """
 
-# ARGV[3] max distance; ARGV[4] mode: 'check' (add_if_new), 'query' or 'add';
-# ARGV[5] key; ARGV[6] ttl seconds; ARGV[7] key-shard name prefix; ARGV[8] shard bits;
-# ARGV[9] the 8 bytes of NOT wildcard (the bits that count); ARGV[10] one byte per
-# bucket key: its table; ARGV[11] the number of tables (the own buckets come first);
-# ARGV[12] the prefix bits when table t leads with bytes 2t, 2t + 1 (k = 3, four
-# 16-bit blocks: Manku et al.'s B = k + 1), else 0.
-# Reply: {1} when stored, else {0, fp8, distance, key, fp8, distance, key, ...}.
-_CHECK_AND_ADD = """
-local K, MODE, KEY, TTL = tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6])
-local SHARD_PREFIX, SHARD_DIV = ARGV[7], 2 ^ (32 - tonumber(ARGV[8]))
-local MASK, TABLES, NT, PREFIX = ARGV[9], ARGV[10], tonumber(ARGV[11]), tonumber(ARGV[12])
-local LOW = 2 ^ (16 - PREFIX)  -- values of the leading block's bits after the bucket key
-
--- distance outside the wildcard bits of the record at pos, given d for its two
--- bytes at offset first; stops as soon as it exceeds K
-local function distance(s, pos, q, m, first, d)
-  for step = 2, 6, 2 do
-    local i = (first + step) % 8
-    local a, b = byte(s, pos + i, pos + i + 1)
-    d = d + POP[band(bxor(a, q[i + 1]), m[i + 1])] + POP[band(bxor(b, q[i + 2]), m[i + 2])]
-    if d > K then return d end
-  end
-  return d
+# ARGV[5] 'check' (add_if_new) or 'query'; [6] the 8-byte fingerprint; [7] the 8 bytes of
+# NOT wildcard (the bits that count); [8] max distance; [9] the key; [10] the mirror's
+# position (records it holds); [11] tombstones it holds; [12] the longest tail scanned
+# here (longer: 'behind', the client catches up first); [13...] the mirror's matches.
+# Reply: {'stored' | 'found' | 'behind' | 'reload', records, tail fingerprints,
+# new tombstones, seq, key, seq, key, ...} (the live matches, for 'found').
+_CHECK = """
+local MODE, FP, MASK, K, KEY = ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9]
+local P, T, BOUND = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
+if P > N then return {'reload'} end
+if N - P > BOUND then return {'behind'} end
+local found = {}
+local function confirm(seq)
+  if not live(seq) then return end
+  local key = key_of(seq)
+  if key then found[#found + 1] = seq; found[#found + 1] = key end
 end
-
-local function full_distance(s, pos, q)
-  local d = 0
-  for i = 0, 7 do d = d + POP[bxor(byte(s, pos + i), q[i + 1])] end
-  return d
-end
-
--- GET once per call: the buckets scanned by matches() are rewritten by append();
--- the probed buckets come in one MGET (a wildcard probe visits dozens)
-local strings = {}
-local function get(name)
-  if strings[name] == nil then strings[name] = redis.call('GET', name) end
-  return strings[name]  -- false when the key does not exist
-end
-
-local function prefetch()  -- in slices: unpack() is limited by Lua's C stack
-  for first = 1, NB, 1000 do
-    local last = math.min(first + 999, NB)
-    local got = redis.call('MGET', unpack(KEYS, first, last))
-    for n = first, last do strings[KEYS[n]] = got[n - first + 1] end
+for n = 13, #ARGV do confirm(tonumber(ARGV[n])) end
+local tail = fingerprints(P, N)
+if #tail > 0 then  -- the records the mirror has not seen
+  local band, bxor = bit.band, bit.bxor
+  local POP = {[0] = POPCOUNTS}  -- bits set in each byte value
+  local q1, q2, q3, q4, q5, q6, q7, q8 = byte(FP, 1, 8)
+  local m1, m2, m3, m4, m5, m6, m7, m8 = byte(MASK, 1, 8)
+  for pos = 1, #tail, 8 do
+    local a1, a2, a3, a4, a5, a6, a7, a8 = byte(tail, pos, pos + 7)
+    local d = POP[band(bxor(a1, q1), m1)] + POP[band(bxor(a2, q2), m2)]
+      + POP[band(bxor(a3, q3), m3)] + POP[band(bxor(a4, q4), m4)]
+      + POP[band(bxor(a5, q5), m5)] + POP[band(bxor(a6, q6), m6)]
+      + POP[band(bxor(a7, q7), m7)] + POP[band(bxor(a8, q8), m8)]
+    if d <= K then confirm(P + (pos - 1) / 8) end
   end
 end
-
--- bits set in the 16-bit x
-local function pop16(x)
-  local low = x % 256
-  return POP[low] + POP[(x - low) / 256]
+local reply = {'found', N, tail, tombstones_since(T)}
+if MODE == 'check' and #found == 0 then
+  append(FP, KEY)
+  redis.call('SET', COUNTER, N)
+  reply[1], reply[2] = 'stored', N
 end
-
--- The cost of a check is its inner loops: a few C calls per candidate, ~0.1 us each.
--- Any design: scan every record of bucket s (of table t), rejecting most on the two
--- bytes at first (table t's own bytes are shared with the query when B = k + 1).
-local function scan(s, first, q, m, visit)
-  local m16 = m[first + 1] * 256 + m[first + 2]
-  local q16 = band(q[first + 1] * 256 + q[first + 2], m16)
-  for pos = 1 + first, #s, RB do
-    local a, b = byte(s, pos, pos + 1)
-    local x = bxor(band(a * 256 + b, m16), q16)
-    local low = x % 256  -- pop16(x), inline: a Lua call costs as much as the rest
-    local d = POP[low] + POP[(x - low) / 256]
-    if d <= K then visit(pos - first, first, d) end
-  end
-end
-
--- Four 16-bit blocks (PREFIX > 0): a match in table t agrees with the query on every
--- non-wildcard bit of block t (paper, section 3.1), so string.find (C) jumps to the
--- records whose bytes 2t, 2t + 1 spell one of those values; the rest are never read.
--- Returns false, before reading s, when its values outnumber a third of its records
--- (a value, built and searched for, costs about what scanning three records does).
-local function leading(s, n, q, m, visit)
-  local lead = 2 * byte(TABLES, n)
-  local free = (65535 - m[lead + 1] * 256 - m[lead + 2]) % LOW  -- wildcard bits below the key
-  if 3 * 2 ^ pop16(free) > #s / RB then return false end
-  local own = (q[lead + 1] * 256 + q[lead + 2]) % LOW
-  local base = tonumber(string.match(KEYS[n], '%x+$'), 16) * LOW + own - band(own, free)
-  local first = (lead + 2) % 8
-  local m16 = m[first + 1] * 256 + m[first + 2]
-  local q16 = band(q[first + 1] * 256 + q[first + 2], m16)
-  local subset = 0
-  repeat  -- every value of the free bits: subset enumeration
-    local value = base + subset
-    local pattern = string.char((value - value % 256) / 256, value % 256)
-    local at = string.find(s, pattern, 1, true)
-    while at do
-      if (at - 1 - lead) % RB == 0 then  -- at a record's block t, not across records
-        local a, b = byte(s, at + first - lead, at + first - lead + 1)
-        local x = bxor(band(a * 256 + b, m16), q16)
-        local low = x % 256  -- pop16(x), inline
-        local d = POP[low] + POP[(x - low) / 256]
-        if d <= K then visit(at - lead, first, d) end
-      end
-      at = string.find(s, pattern, at + 1, true)
-    end
-    subset = band(subset - free, free)
-  until subset == 0
-  return true
-end
-
-local function matches()
-  local q, m = {byte(FP, 1, 8)}, {byte(MASK, 1, 8)}
-  local seen, found, s = {}, {}, nil
-  local function visit(pos, first, d)  -- a candidate at pos whose bytes at first add d
-    d = distance(s, pos, q, m, first, d)
-    if d <= K and live(s, pos) then
-      local f = string.sub(s, pos, pos + 7)
-      if not seen[f] then
-        seen[f] = true
-        found[#found + 1] = {f, full_distance(s, pos, q), unpack_u32(s, pos)}
-      end
-    end
-  end
-  prefetch()
-  for n = 1, NB do
-    s = get(KEYS[n])
-    if s and not (PREFIX > 0 and leading(s, n, q, m, visit)) then
-      scan(s, (2 * byte(TABLES, n) + 2) % 8, q, m, visit)
-    end
-  end
-  return found
-end
-
-local function reply(found)
-  local out = {0}
-  for _, m in ipairs(found) do
-    local shard = SHARD_PREFIX .. math.floor(m[3] / SHARD_DIV)
-    for _, key in ipairs(keys_of(shard, m[1])) do
-      out[#out + 1] = m[1]; out[#out + 1] = m[2]; out[#out + 1] = key
-    end
-  end
-  return out
-end
-
--- rewrite a bucket or shard with the record appended (SET, not APPEND: an APPENDed
--- string keeps up to twice its size allocated); expired records are dropped on the way
-local function append(name, record, records_of)
-  local s, kept = get(name), {}
-  if s and RB == 8 then kept[1] = s
-  elseif s then
-    for _, r in ipairs(records_of(s)) do
-      if live(s, r[1]) then kept[#kept + 1] = string.sub(s, r[1], r[1] + RB + 1 + r[2]) end
-    end
-  end
-  kept[#kept + 1] = record
-  if RB == 8 then redis.call('SET', name, table.concat(kept))
-  else redis.call('SET', name, table.concat(kept), 'EX', TTL + 1) end
-end
-
-if MODE ~= 'add' then
-  -- judged on keys found, not bucket hits: a bucket record whose key record is gone
-  -- (a shard key evicted under maxmemory) must not block the page from being stored
-  local out = reply(matches())
-  if MODE == 'query' or #out > 1 then return out end
-end
-local record = FP
-if RB == 12 then record = FP .. struct.pack('>I4', NOW + TTL) end
-for t = 1, NT do append(KEYS[t], record, bucket_records) end
-append(SHARD, record .. struct.pack('>I2', #KEY) .. KEY, key_records)
-redis.call('INCR', COUNTER)
-return {1}
+for _, value in ipairs(found) do reply[#reply + 1] = value end
+return reply
 """
 
-# ARGV[3] '1' to remove the entries whose key is ARGV[4], '0' to remove every entry.
-# Reply: how many entries were removed.
+# ARGV[5] the fingerprints, 8 bytes each; ARGV[6...] their keys. Reply: {'added', first seq}.
+_ADD = """
+local first = N
+for n = 6, #ARGV do append(string.sub(ARGV[5], (n - 6) * 8 + 1, (n - 5) * 8), ARGV[n]) end
+redis.call('SET', COUNTER, N)
+return {'added', first}
+"""
+
+# ARGV[5] the mirror's position; [6] its tombstones; [7] most records to return.
+# Reply: {'synced', records, first seq returned, fingerprints, new tombstones}. With a
+# TTL, expired chunks are skipped (chunks expire in order: a binary search finds the
+# first one left).
+_SYNC = """
+local P, T, LIMIT = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+if P > N then return {'reload'} end
+local start = P
+if TTL > 0 and P < N and redis.call('EXISTS', name('f', floor(P / CHUNK))) == 0 then
+  local low, high = floor(P / CHUNK) + 1, floor((N - 1) / CHUNK) + 1
+  while low < high do
+    local mid = floor((low + high) / 2)
+    if redis.call('EXISTS', name('f', mid)) == 1 then high = mid else low = mid + 1 end
+  end
+  start = math.min(N, low * CHUNK)
+end
+local stop = math.min(N, start + LIMIT)
+return {'synced', N, start, fingerprints(start, stop), tombstones_since(T)}
+"""
+
+# ARGV[5] the 8-byte fingerprint; [6] '1' to remove only the records whose key is
+# ARGV[7], '0' for all; [8] the mirror's position; [9] the longest tail scanned here;
+# [10...] the mirrored records with this fingerprint. Reply: {'removed', seq, ...}
+# or {'behind'}.
 _REMOVE = """
-local ONE, KEY = ARGV[3] == '1', ARGV[4]
-local s = redis.call('GET', SHARD)
-local kept, removed = {}, 0
-for _, r in ipairs(key_records(s)) do
-  local pos, klen = r[1], r[2]
-  local mine = string.sub(s, pos, pos + 7) == FP
-  local hit = mine and (not ONE or string.sub(s, pos + RB + 2, pos + RB + 1 + klen) == KEY)
-  if hit then removed = removed + 1 else kept[#kept + 1] = string.sub(s, pos, pos + RB + 1 + klen) end
+local FP, ONE, KEY, P, BOUND = ARGV[5], ARGV[6] == '1', ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9])
+if P > N then return {'reload'} end
+if N - P > BOUND then return {'behind'} end
+local seqs = {}
+for n = 10, #ARGV do seqs[#seqs + 1] = tonumber(ARGV[n]) end
+local tail = fingerprints(P, N)
+local at = string.find(tail, FP, 1, true)
+while at do
+  if (at - 1) % 8 == 0 then seqs[#seqs + 1] = P + (at - 1) / 8 end
+  at = string.find(tail, FP, at + 1, true)
 end
-if removed == 0 then return 0 end
-
-local function rewrite(name, parts)
-  local ttl = redis.call('PTTL', name)
-  if #parts == 0 then redis.call('DEL', name); return end
-  redis.call('SET', name, table.concat(parts))
-  if ttl > 0 then redis.call('PEXPIRE', name, ttl) end
-end
-
-rewrite(SHARD, kept)
-for t = 1, NB do
-  local b, parts, left = redis.call('GET', KEYS[t]) or '', {}, removed
-  for pos = 1, #b, RB do
-    if left > 0 and string.sub(b, pos, pos + 7) == FP then left = left - 1
-    else parts[#parts + 1] = string.sub(b, pos, pos + RB - 1) end
+local reply = {'removed'}
+for _, seq in ipairs(seqs) do
+  local key = live(seq) and key_of(seq)
+  if key and (not ONE or key == KEY) then
+    redis.call('APPEND', TOMBS, seq8(seq))
+    reply[#reply + 1] = seq
   end
-  rewrite(KEYS[t], parts)
 end
-if RB == 8 then redis.call('DECRBY', COUNTER, removed) end
-return removed
+return reply
 """
 
-# KEYS[1] meta; ARGV: field, value, field, value, ... Creates meta unless it exists;
-# replies with the meta in force (so every worker adopts the first one's design).
+# ARGV[5...] sequence numbers. Reply: {'keys', key or nil, ...} (nil: gone).
+_KEYS = """
+local reply = {'keys'}
+for n = 5, #ARGV do
+  local seq = tonumber(ARGV[n])
+  reply[n - 3] = live(seq) and key_of(seq)
+end
+return reply
+"""
+
+# KEYS[1] meta; ARGV: field, value, ... Creates it unless it exists; replies with the meta in force.
 ENSURE_META = """
 if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('HSET', KEYS[1], unpack(ARGV)) end
 return redis.call('HGETALL', KEYS[1])
 """
 
-_PRELUDE = _PRELUDE.replace("POPCOUNTS", ", ".join(str(i.bit_count()) for i in range(256)))
-CHECK_AND_ADD = _PRELUDE + _CHECK_AND_ADD
+_POPCOUNTS = ", ".join(str(i.bit_count()) for i in range(256))
+CHECK = _PRELUDE + _CHECK.replace("POPCOUNTS", _POPCOUNTS)
+ADD = _PRELUDE + _ADD
+SYNC = _PRELUDE + _SYNC
 REMOVE = _PRELUDE + _REMOVE
+KEYS_OF = _PRELUDE + _KEYS

@@ -62,8 +62,6 @@ class SimhashIndex(ABC):
 
     #: Short name for logs and ``inspect`` ("memory", "disk", "redis", ...).
     backend_name: ClassVar[str] = "custom"
-    #: True when calls do network I/O, so Scrapy glue runs them off the event loop.
-    blocking_io: ClassVar[bool] = False
 
     def __init__(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> None:
         if isinstance(max_distance, bool) or not isinstance(max_distance, int):

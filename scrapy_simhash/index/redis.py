@@ -1,57 +1,56 @@
 """A SimHash index in Redis, shared by many crawler processes on many machines.
 
-``add_if_new`` is one Lua script (one round trip, atomic on the server): of two
-workers that meet near-duplicates at the same moment, exactly one keeps its page.
-The key layout is described in :mod:`scrapy_simhash.index._redis_lua`.
+Redis holds an append-only log of records (:mod:`._redis_lua`); every worker mirrors
+it in memory (:mod:`._redis_mirror`, ~33 bytes of RAM a record) and searches there.
+``add_if_new`` is one Lua script, one round trip, atomic on the server: it confirms
+the mirror's matches, scans the few records other workers appended since, and appends
+the record when nothing matched. Of two workers that meet near-duplicates at the same
+moment, exactly one keeps its page.
 
-TTL (*ttl* seconds, fixed when a namespace is created): every record carries its
-expiry, ``stored_at + ttl`` by the Redis server's clock. From that second on the
-record is invisible to every query, so the next near-duplicate is admitted again;
-expired records are dropped from a bucket the next time it is written, and a bucket
-nobody writes to vanishes ``ttl + 1`` seconds after its last write.
+TTL (*ttl* seconds, fixed when a namespace is created): a record stops matching ``ttl``
+seconds after it was stored (Redis' clock, to the second), so a near-duplicate is admitted
+again; Redis frees records 4096 at a time, when the last of a chunk has expired.
 
 Failures: an unreachable Redis raises :class:`IndexUnavailableError` (the Scrapy
 glue applies ``SIMHASH_ON_INDEX_ERROR``); every call reconnects by itself, and a
-script lost in a restart is loaded again (redis-py's ``Script`` does that).
+namespace lost in a restart is created again, empty, and mirrored afresh.
 """
 
 from __future__ import annotations
 
+import threading
+from functools import partial
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from functools import partial
-from typing import Any, cast
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import redis
 
 from ..core.fingerprint import check_fingerprint
-from ._buckets import bucket_stats
-from ._redis_client import connect, glob_escape, is_no_meta, safe_url, unavailable_as_index_error
-from ._redis_layout import (
-    MAX_KEY_BYTES,
-    BucketSizes,
-    byte_block_prefix_bits,
-    check_meta,
-    new_meta,
-    pack,
-    parse_key_records,
-    parse_matches,
-)
-from ._redis_lua import CHECK_AND_ADD, ENSURE_META, REMOVE
+from ._redis_client import connect, safe_url, unavailable_as_index_error
+from ._redis_layout import Names, encoded_key, new_meta, pack, reply_text, unpack_fingerprints
+from ._redis_lua import ADD, CHECK, KEYS_OF, REMOVE, SYNC
+from ._redis_mirror import LogMirror
+from ._redis_reader import LogReader
+from ._redis_scripts import LogScripts
 from ._storage import encode_key
-from ._tables import TableDesign, make_design
-from .base import Match, SimhashIndex
+from .base import IndexUnavailableError, Match, SimhashIndex
 
-_PIPELINE_CHUNK = 1000
-_ScriptCall = tuple[list[str], list[Any]]  # a script's keys and arguments
+# Longest tail of unseen records the check script scans (~1 us each in Lua); a
+# worker further behind catches up first, in slices of _SYNC_RECORDS (2 MB).
+_TAIL_BOUND = 2048
+_SYNC_RECORDS = 1 << 18
+_ADD_BATCH = 1000
+# Attempts of a call interrupted by catching up or by a reset namespace.
+_ATTEMPTS = 10
+_T = TypeVar("_T")
 
 
 class RedisIndex(SimhashIndex):
     """The shared index at a ``redis://`` or ``rediss://`` URL (password in the URL)."""
 
     backend_name = "redis"
-    blocking_io = True
 
     def __init__(
         self,
@@ -71,212 +70,180 @@ class RedisIndex(SimhashIndex):
         self.url, self.namespace, self.signature = url, namespace, signature
         self._client = client or connect(url)
         # quoted: no ':' inside, so no namespace's prefix is the start of another's
-        self._prefix = f"simhash:{quote(namespace, safe='/@')}:"
-        self._check_script = self._client.register_script(CHECK_AND_ADD)
-        self._remove_script = self._client.register_script(REMOVE)
-        self._meta_script = self._client.register_script(ENSURE_META)
-        self._wanted = new_meta(max_distance, expected_size, signature, ttl)
+        self._names = Names(f"simhash:{quote(namespace, safe='/@')}:")
+        self._scripts = LogScripts(self._client, self._names, new_meta(max_distance, signature, ttl), url)
+        self._mirror = LogMirror(max_distance, expected_size)
+        self._reader = LogReader(self._client, self._names)
+        self._lock = threading.RLock()  # the glue calls from several threads; the mirror is not safe
         try:
-            with self._unavailable():
-                if reset:
-                    self._delete_namespace()
-                self._adopt(self._ensure_meta())
+            if reset:
+                with self._unavailable():
+                    self._reader.delete_namespace()
+            self._retrying(self._reload)
         except BaseException:
             self._client.close()  # refused or unreachable: no pooled socket left behind
             raise
 
+    @property
+    def ttl(self) -> int | None:
+        """Seconds an entry lives (the namespace's, fixed when it was created), or ``None``."""
+        return self._scripts.ttl
+
     # -- the SimhashIndex interface -------------------------------------------------
 
     def add_if_new(self, fingerprint: int, key: str, wildcard: int = 0) -> Match | None:
-        matches = self._run("check", fingerprint, key, wildcard)
+        matches = self._check("check", fingerprint, key, wildcard)
         return matches[0] if matches else None
 
     def query(self, fingerprint: int, wildcard: int = 0) -> list[Match]:
-        return self._run("query", fingerprint, "", wildcard)
+        return self._check("query", fingerprint, "", wildcard)
 
     def add(self, fingerprint: int, key: str) -> None:
-        self._run("add", fingerprint, key)
+        self.add_many([(fingerprint, key)])
 
     def add_many(self, items: Iterable[tuple[int, str]]) -> None:
-        batch: list[tuple[int, str]] = []
-        for item in items:
-            batch.append(item)
-            if len(batch) == _PIPELINE_CHUNK:
-                self._pipelined("add", batch)
+        batch: list[tuple[int, bytes]] = []
+        for fingerprint, key in items:
+            batch.append((check_fingerprint(fingerprint), encoded_key(key)))
+            if len(batch) == _ADD_BATCH:
+                self._add_batch(batch)
                 batch = []
         if batch:
-            self._pipelined("add", batch)
+            self._add_batch(batch)
 
     def query_many(self, fingerprints: Sequence[int]) -> list[list[Match]]:
-        return self._pipelined("query", [(fp, "") for fp in fingerprints])
+        queries = [check_fingerprint(fingerprint) for fingerprint in fingerprints]
+
+        def attempt() -> list[list[Match]]:
+            self._catch_up()
+            found = [self._mirror.candidates(query, 0) for query in queries]
+            seqs = sorted({seq for candidates in found for seq in candidates})
+            keys = dict(zip(seqs, self._log_call(KEYS_OF, seqs)[1:])) if seqs else {}
+            return [self._mirror.matches(query, [(s, keys[s]) for s in candidates if keys[s] is not None])
+                    for query, candidates in zip(queries, found)]
+
+        return self._retrying(attempt)
 
     def remove(self, fingerprint: int, key: str | None = None) -> int:
         fingerprint = check_fingerprint(fingerprint)
-        encoded = b"" if key is None else encode_key(key)
+        args = [pack(fingerprint), "0" if key is None else "1", b"" if key is None else encode_key(key)]
 
-        def build() -> _ScriptCall:
-            args = [self._record_bytes, pack(fingerprint), "0" if key is None else "1", encoded]
-            return self._script_keys(fingerprint), args
+        def attempt() -> int:
+            mirror = self._mirror
+            same = [seq for seq, distance in mirror.candidates(fingerprint, 0).items() if distance == 0]
+            reply = self._log_call(REMOVE, [*args, mirror.position, _TAIL_BOUND, *same])
+            mirror.removed.update(int(seq) for seq in reply[1:])
+            return len(reply) - 1
 
-        with self._unavailable():
-            return int(self._call(self._remove_script, build))
+        return self._retrying(attempt)
 
     def __len__(self) -> int:
-        if self.ttl is None:
-            with self._unavailable():
-                return int(self._client.get(self._prefix + "n") or 0)
-        return sum(1 for _ in self.items())
+        with self._unavailable():
+            return self._reader.count(self.ttl is not None, self._scripts.chunk_records)
 
     def items(self) -> Iterator[tuple[int, str]]:
         with self._unavailable():
-            now = int(self._client.time()[0])
-            for name in self._scan("k*"):
-                data = cast(bytes, self._client.get(name) or b"")
-                yield from parse_key_records(data, self._record_bytes, now)
+            yield from self._reader.entries(self._scripts.chunk_records, self.ttl is not None)
 
     def describe(self) -> dict[str, Any]:
-        info = super().describe()
-        info.update(url=safe_url(self.url), namespace=self.namespace, ttl=self.ttl)
-        info["design"] = self.design.describe()
-        return info
-
-    def bucket_sizes(self, table: int) -> list[int]:
-        """Records per non-empty bucket of *table* (TTL: expired ones not yet dropped too)."""
-        with self._unavailable():
-            names = list(self._scan(f"t{table}:*"))
-            with self._client.pipeline(transaction=False) as pipe:
-                for name in names:
-                    pipe.strlen(name)
-                return [int(size) // self._record_bytes for size in pipe.execute()]
+        info = {**super().describe(), "url": safe_url(self.url), "namespace": self.namespace, "ttl": self.ttl,
+                "signature": self._scripts.signature}
+        return {**info, **self._retrying(partial(self._with_mirror, LogMirror.describe))}
 
     def bucket_stats(self) -> dict[str, Any]:
-        """The in-memory index's bucket statistics (largest, skew, candidates per probe)."""
-        tables = [self.bucket_sizes(t) for t in range(len(self.design.tables))]
-        return bucket_stats(BucketSizes(self.design, tables))  # type: ignore[arg-type]  # duck-typed
+        """The bucket statistics of this worker's mirror (largest, skew, candidates per probe)."""
+        return self._retrying(partial(self._with_mirror, LogMirror.bucket_stats))
 
     def close(self) -> None:
         self._client.close()
 
     # -- internals -------------------------------------------------------------------
 
-    def _run(self, mode: str, fingerprint: int, key: str, wildcard: int = 0) -> list[Match]:
+    def _check(self, mode: str, fingerprint: int, key: str, wildcard: int) -> list[Match]:
         fingerprint, wildcard = check_fingerprint(fingerprint), check_fingerprint(wildcard)
+        args = [mode, pack(fingerprint), pack(~wildcard & 0xFFFF_FFFF_FFFF_FFFF), self.max_distance,
+                encoded_key(key)]
+
+        def attempt() -> list[Match]:
+            with self._lock:  # the mirror under the lock; Redis waited for without, by any thread
+                mirror, generation = self._mirror, self._mirror.generation
+                position, tombstones = mirror.position, mirror.tombstones_seen
+                candidates = mirror.candidates(fingerprint, wildcard)
+            reply = self._log_call(CHECK, [*args, position, tombstones, _TAIL_BOUND, *candidates])
+            stored = reply_text(reply[0]) == "stored"
+            with self._lock:
+                if mirror.generation != generation:  # mirrored afresh meanwhile: seqs are stale
+                    if stored:
+                        return []
+                    raise _Retry
+                records = unpack_fingerprints(reply[2]).tolist() if reply[2] else []
+                mirror.extend(position, [*records, fingerprint] if stored else records)
+                if reply[3]:
+                    mirror.add_tombstones(tombstones, unpack_fingerprints(reply[3]))
+                return mirror.matches(fingerprint, list(zip(reply[4::2], reply[5::2])))
+
+        return self._retrying(attempt, locked=False)
+
+    def _add_batch(self, batch: list[tuple[int, bytes]]) -> None:
+        args = [b"".join(pack(fingerprint) for fingerprint, _ in batch), *(key for _, key in batch)]
+
+        def attempt() -> None:
+            first = int(self._log_call(ADD, args)[1])
+            if first == self._mirror.position:  # nobody else wrote between: no read back
+                self._mirror.extend(first, [fingerprint for fingerprint, _ in batch])
+            else:
+                self._catch_up()
+
+        self._retrying(attempt)
+
+    def _catch_up(self) -> None:
+        """Bring the mirror up to the end of the log (as it was when this started)."""
+
+        def read(position: int, tombstones: int) -> list[Any]:
+            return self._log_call(SYNC, [position, tombstones, _SYNC_RECORDS])[1:]
+
+        with self._lock:
+            self._mirror.catch_up(read)
+
+    def _with_mirror(self, read: Callable[[LogMirror], _T]) -> _T:
+        self._catch_up()
+        return read(self._mirror)
+
+    def _log_call(self, source: str, args: list[Any]) -> list[Any]:
+        """Run a log script. When the namespace is not the mirrored one any more (reset,
+        lost in a restart), mirror it afresh; when the mirror is too far behind for the
+        script to scan the rest, catch up; then raise :class:`_Retry`."""
+        reply = self._scripts.call(source, args)
+        if reply is None:
+            self._reload()
+            raise _Retry
+        if reply_text(reply[0]) == "behind":
+            self._catch_up()
+            raise _Retry
+        return reply
+
+    def _retrying(self, attempt: Callable[[], _T], locked: bool = True) -> _T:
         with self._unavailable():
-            reply = self._call(self._check_script, partial(self._check_call, mode, fingerprint, key, wildcard))
-        return parse_matches(reply)
+            for _ in range(_ATTEMPTS):
+                try:
+                    if not locked:
+                        return attempt()
+                    with self._lock:
+                        return attempt()
+                except _Retry:
+                    continue
+        raise IndexUnavailableError(f"Redis at {safe_url(self.url)}: the namespace kept changing, try again")
 
-    def _pipelined(self, mode: str, batch: Sequence[tuple[int, str]]) -> list[list[Match]]:
-        builds = [partial(self._check_call, mode, check_fingerprint(fp), key, 0) for fp, key in batch]
-        calls = [build() for build in builds]
-        with self._unavailable():
-            replies = self._execute(calls)
-            lost = [i for i, reply in enumerate(replies) if is_no_meta(reply)]
-            if lost:  # Redis lost the namespace mid-batch: recreate it, redo those calls
-                self._adopt(self._ensure_meta())
-                for i, reply in zip(lost, self._execute([builds[i]() for i in lost])):
-                    replies[i] = reply
-        for reply in replies:
-            if isinstance(reply, Exception):
-                raise reply
-        return [parse_matches(reply) for reply in replies]
-
-    def _execute(self, calls: list[_ScriptCall]) -> list[Any]:
-        with self._client.pipeline(transaction=False) as pipe:
-            for keys, args in calls:
-                self._check_script(keys=keys, args=args, client=pipe)
-            return list(pipe.execute(raise_on_error=False))
-
-    def _call(self, script: Any, build: Callable[[], _ScriptCall]) -> Any:
-        """Run *script* with ``build()``'s keys and arguments; if Redis lost the namespace
-        (restart, flush), recreate it and build again (the design may have changed)."""
-        keys, args = build()
-        try:
-            return script(keys=keys, args=args)
-        except redis.ResponseError as exc:
-            if not is_no_meta(exc):
-                raise
-            self._adopt(self._ensure_meta())
-            keys, args = build()
-            return script(keys=keys, args=args)
-
-    def _check_call(self, mode: str, fingerprint: int, key: str, wildcard: int) -> _ScriptCall:
-        keys, tables = self._probe_keys(fingerprint, wildcard)
-        return keys, self._script_args(mode, fingerprint, key, wildcard, tables)
-
-    def _script_keys(self, fingerprint: int) -> list[str]:
-        buckets = enumerate(self.design.bucket_keys(fingerprint))
-        return self._keys_around(self._bucket_names(buckets), fingerprint)
-
-    def _keys_around(self, buckets: list[str], fingerprint: int) -> list[str]:
-        """The script's keys: *buckets*, then the key shard, the counter and the meta hash."""
-        shard = f"{self._prefix}k{fingerprint >> (64 - self._shard_bits)}"
-        return [*buckets, shard, self._prefix + "n", self._prefix + "meta"]
-
-    def _bucket_names(self, buckets: Iterable[tuple[int, int]]) -> list[str]:
-        """Redis names of (table, bucket key) pairs."""
-        return [f"{self._prefix}t{t}:{b:x}" for t, b in buckets]
-
-    def _probe_keys(self, fingerprint: int, wildcard: int) -> tuple[list[str], bytes]:
-        """The script's keys: own buckets first, then the other buckets a wildcard probe
-        visits; and the table of each bucket, one byte each."""
-        own = self.design.bucket_keys(fingerprint)
-        buckets = list(enumerate(own))
-        if wildcard:
-            probes = self.design.probe_keys(fingerprint, wildcard)
-            buckets += [(t, b) for t, keys in enumerate(probes) for b in keys if b != own[t]]
-        tables = bytes(t for t, _ in buckets)
-        return self._keys_around(self._bucket_names(buckets), fingerprint), tables
-
-    def _script_args(
-        self, mode: str, fingerprint: int, key: str, wildcard: int, tables: bytes
-    ) -> list[Any]:
-        encoded = encode_key(key)
-        if len(encoded) > MAX_KEY_BYTES:
-            raise ValueError(
-                f"key is {len(encoded)} bytes, the Redis index stores at most {MAX_KEY_BYTES}"
-            )
-        return [
-            self._record_bytes,
-            pack(fingerprint),
-            self.max_distance,
-            mode,
-            encoded,
-            int(self.ttl or 0),
-            self._prefix + "k",
-            self._shard_bits,
-            pack(~wildcard & 0xFFFF_FFFF_FFFF_FFFF),
-            tables,
-            len(self.design.tables),
-            self._byte_block_prefix,
-        ]
-
-    def _ensure_meta(self) -> dict[str, str]:
-        flat = [part for pair in self._wanted.items() for part in pair]
-        reply = self._meta_script(keys=[self._prefix + "meta"], args=flat)
-        values = [v.decode() if isinstance(v, bytes) else str(v) for v in reply]
-        return dict(zip(values[::2], values[1::2]))
-
-    def _adopt(self, meta: dict[str, str]) -> None:
-        """Use the namespace's stored design; refuse one that would give wrong answers."""
-        where = f"Redis namespace {self._prefix!r} at {safe_url(self.url)}"
-        check_meta(meta, self._wanted, self.max_distance, where)
-        self.ttl = int(meta["ttl"]) or None
-        self.design: TableDesign = make_design(
-            int(meta["max_distance"]), int(meta["blocks"]), int(meta["prefix_bits"])
-        )
-        self._shard_bits = int(meta["shard_bits"])
-        self._byte_block_prefix = byte_block_prefix_bits(self.design)
-        self._record_bytes = 12 if self.ttl else 8
-
-    def _scan(self, pattern: str) -> Iterator[str]:
-        prefix = glob_escape(self._prefix)
-        for name in self._client.scan_iter(match=prefix + pattern, count=1000):
-            yield name.decode() if isinstance(name, bytes) else name
-
-    def _delete_namespace(self) -> None:
-        names = list(self._scan("*"))
-        for start in range(0, len(names), _PIPELINE_CHUNK):
-            self._client.unlink(*names[start : start + _PIPELINE_CHUNK])
+    def _reload(self) -> None:
+        """Adopt the namespace's meta (creating it if missing) and mirror its log afresh."""
+        with self._lock:
+            self._scripts.adopt()
+            self._mirror.reset()
+            self._catch_up()
 
     def _unavailable(self) -> AbstractContextManager[None]:
         return unavailable_as_index_error(self.url)
+
+
+class _Retry(Exception):
+    """The log moved under a call (a reset namespace, a long tail): run it again."""

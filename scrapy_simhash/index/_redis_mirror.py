@@ -1,0 +1,141 @@
+"""A worker's local copy of a Redis namespace's log, searched in memory.
+
+The log (see :mod:`._redis_lua`) only grows, so a worker holds records
+``first_seq ... position - 1`` in a :class:`~.memory.MemoryIndex` (row ``r`` is record
+``first_seq + r``; the keys stay in Redis) and the tombstones it has seen. A search
+here finds every candidate among those records; the check script confirms them and
+covers the records written since. Costs ~33 bytes of the worker's RAM a record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import repeat
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from ._redis_layout import unpack_fingerprints
+from ._storage import KeyStore, decode_key
+from ._tables import TableDesign
+from .base import Match
+from .memory import MemoryIndex
+
+# Fewer records are added one by one (into the design chosen for expected_size, when
+# the mirror is empty); more, in bulk (MemoryIndex.add_many's own threshold).
+_BULK_ADD = 4096
+
+
+class _RecordIndex(MemoryIndex):
+    """A :class:`MemoryIndex` whose rows are log records, every key empty."""
+
+    def rows_within(self, fingerprint: int, wildcard: int) -> dict[int, int]:
+        """``{row: full distance}`` of the rows within ``max_distance`` off *wildcard*."""
+        return self._probe(fingerprint, wildcard)
+
+    def fingerprint_at(self, row: int) -> int:
+        return int(self._fingerprints.values[row])
+
+
+class LogMirror:
+    """Records ``first_seq ... position - 1`` of a log, and the tombstones seen."""
+
+    _records: _RecordIndex
+
+    def __init__(self, max_distance: int, expected_size: int) -> None:
+        self._max_distance = max_distance
+        self._expected_size = expected_size
+        #: Counts resets: a reply to a call made before one describes another log.
+        self.generation = -1
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything (the namespace was reset or recreated)."""
+        self.generation += 1
+        self.tombstones_seen = 0
+        self.removed: set[int] = set()
+        self._restart_at(0)
+
+    @property
+    def position(self) -> int:
+        """The sequence number of the next record to mirror."""
+        return self.first_seq + len(self._records)
+
+    @property
+    def design(self) -> TableDesign:
+        return self._records.design
+
+    def extend(self, start: int, fingerprints: npt.NDArray[np.uint64] | list[int]) -> None:
+        """Mirror the records ``start, start + 1, ...`` with these fingerprints.
+
+        Those mirrored already are skipped (replies to calls of several threads overlap).
+        A *start* past :attr:`position` means the records between are gone (their
+        chunks expired, and chunks expire in order): the mirror starts afresh there.
+        """
+        if start < self.position:
+            fingerprints = fingerprints[self.position - start :]
+        elif start > self.position:
+            self._restart_at(start)
+        if len(fingerprints) < _BULK_ADD:  # a check's reply: its own record, a few others'
+            for fingerprint in fingerprints:
+                self._records.add(int(fingerprint), "")
+        elif not len(self._records):  # a reopen: one sort
+            keys = KeyStore.from_buffer(b"", np.zeros(len(fingerprints), dtype=np.uint64))
+            built = _RecordIndex.from_arrays(np.asarray(fingerprints, dtype=np.uint64), keys, self._max_distance)
+            self._records = cast(_RecordIndex, built)  # from_arrays builds a cls
+        else:
+            self._records.add_many(zip(np.asarray(fingerprints, dtype=np.uint64).tolist(), repeat("")))
+
+    def catch_up(self, read: Callable[[int, int], list[Any]]) -> None:
+        """Mirror the rest of the log: ``read(position, tombstones seen)`` returns the
+        records in the log, the first one it returns, their fingerprints and the new
+        tombstones (the sync script's reply), a slice at a time."""
+        start = position = self.position
+        pieces: list[npt.NDArray[np.uint64]] = []
+        while True:
+            records, first, fingerprints, tombstones = read(position, self.tombstones_seen)
+            self.add_tombstones(self.tombstones_seen, unpack_fingerprints(tombstones))
+            if int(first) != position:  # expired chunks skipped
+                start, pieces = int(first), []
+            pieces.append(unpack_fingerprints(fingerprints))
+            position = int(first) + len(pieces[-1])
+            if position >= int(records):
+                break
+        if start != self.position or position != start:  # one bulk extend (a reopen)
+            self.extend(start, np.concatenate(pieces))
+
+    def add_tombstones(self, first: int, seqs: npt.NDArray[np.uint64]) -> None:
+        """Apply tombstones ``first, first + 1, ...`` of the log (those not seen yet)."""
+        new = seqs[max(0, self.tombstones_seen - first) :]
+        self.removed.update(new.tolist())
+        self.tombstones_seen += len(new)
+
+    def candidates(self, fingerprint: int, wildcard: int) -> dict[int, int]:
+        """``{seq: full distance}`` of the mirrored, not removed, records that match."""
+        first, removed = self.first_seq, self.removed
+        found = self._records.rows_within(fingerprint, wildcard)
+        return {first + row: d for row, d in found.items() if first + row not in removed}
+
+    def matches(self, fingerprint: int, found: list[tuple[int, bytes]]) -> list[Match]:
+        """Matches of *fingerprint* from ``(seq, key)`` pairs of mirrored records, nearest first."""
+        matches = []
+        for seq, key in found:
+            stored = self._records.fingerprint_at(int(seq) - self.first_seq)
+            matches.append(Match(decode_key(key), stored, (stored ^ fingerprint).bit_count()))
+        return sorted(matches, key=lambda m: (m.distance, m.key, m.fingerprint))
+
+    def describe(self) -> dict[str, Any]:
+        """The log's records and tombstones, and the local index: design, bytes per record."""
+        described = self._records.describe()
+        described.pop("backend")
+        described["records"] = described.pop("size")
+        return {"log_records": self.position, "removed_records": self.tombstones_seen,
+                "design": described.pop("design"), "mirror": described}
+
+    def bucket_stats(self) -> dict[str, Any]:
+        return self._records.bucket_stats()
+
+    def _restart_at(self, seq: int) -> None:
+        self.first_seq = seq
+        self._records = _RecordIndex(self._max_distance, expected_size=self._expected_size)
