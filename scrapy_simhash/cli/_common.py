@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 
 from ..core.fingerprinter import Fingerprinter, FingerprintOptions
 from ..index.base import DEFAULT_MAX_DISTANCE
+from ._io import warn
 
 
 def add_fingerprint_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,3 +59,12 @@ def fingerprinter_from_args(args: argparse.Namespace) -> Fingerprinter:
         hash_key=args.hash_key.encode(), min_tokens=args.min_tokens, wildcard_bits=args.wildcard_bits
     )
     return Fingerprinter(options)
+
+
+def record_id(record: dict[str, Any], args: argparse.Namespace, path: str, line_number: int) -> str:
+    """The record's ``--id-field`` as a string (what an index stores), else its line number."""
+    value = record.get(args.id_field)
+    if value is None:
+        warn(f"{path}:{line_number}: no {args.id_field!r} field, using the line number")
+        return str(line_number)
+    return str(value)

@@ -14,8 +14,9 @@ from ._common import (
     add_fingerprint_arguments,
     add_record_arguments,
     fingerprinter_from_args,
+    record_id,
 )
-from ._io import open_output, read_jsonl, warn, write_jsonl
+from ._io import open_output, read_jsonl, write_jsonl
 from .fingerprint import fingerprint_record
 
 _PROGRESS_SECONDS = 5.0
@@ -53,18 +54,15 @@ def run(args: argparse.Namespace) -> int:
         open_output(args.output) as output,
     ):
         for line_number, record in read_jsonl(args.pages):
-            record_id = record.get(args.id_field)
-            if record_id is None:
-                warn(f"{args.pages}:{line_number}: no {args.id_field!r} field, using the line number")
-                record_id = line_number
+            page_id = record_id(record, args, args.pages, line_number)
             result = fingerprint_record(fingerprinter, record, args)
-            out: dict[str, Any] = {"id": record_id, "fingerprint": None,
+            out: dict[str, Any] = {"id": page_id, "fingerprint": None,
                                    "duplicate_of": None, "distance": None}
             if result.fingerprint is None:
                 out["skip_reason"] = result.skip_reason
             else:
                 out["fingerprint"] = to_hex(result.fingerprint)
-                match = index.add_if_new(result.fingerprint, str(record_id), result.wildcard)
+                match = index.add_if_new(result.fingerprint, page_id, result.wildcard)
                 if match is not None:
                     out["duplicate_of"], out["distance"] = match.key, match.distance
             write_jsonl(output, out)

@@ -14,6 +14,7 @@ from ._common import (
     add_fingerprint_arguments,
     add_record_arguments,
     fingerprinter_from_args,
+    record_id,
 )
 from ._io import read_jsonl, warn, write_jsonl
 
@@ -74,10 +75,10 @@ def run_fingerprint(args: argparse.Namespace) -> int:
             continue
         print(f"{describe(fingerprinter.from_html(body))}  {name}")
     if args.jsonl:
-        for _, record in read_jsonl(args.jsonl):
+        for line_number, record in read_jsonl(args.jsonl):
             result = fingerprint_record(fingerprinter, record, args)
             fingerprint = None if result.fingerprint is None else to_hex(result.fingerprint)
-            out = {"id": record.get(args.id_field), "fingerprint": fingerprint}
+            out = {"id": record_id(record, args, args.jsonl, line_number), "fingerprint": fingerprint}
             if result.skip_reason:
                 out["skip_reason"] = result.skip_reason
             write_jsonl(sys.stdout, out)
