@@ -47,6 +47,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--calibrate", action="store_true", help="fit the probe cost model at the last size"
     )
+    parser.add_argument("--wildcard-bits", type=int, default=12, metavar="M",
+                        help="also time checks that ignore M random bits, as SIMHASH_WILDCARD_BITS (0: no)")
     args = parser.parse_args()
     args.sizes = [100_000] if args.quick else [int(s) for s in args.sizes.split(",")]
     return args
@@ -155,7 +157,31 @@ def bench_memory(
         index.add_if_new, mixed_probes(rng, fps, args.calls, k)
     )
     row["brute"] = bench_brute(brute, rng, fps, k)
+    if args.wildcard_bits:
+        row["wildcard"] = bench_wildcard(index, brute, rng, fps, args)
     return row
+
+
+def bench_wildcard(
+    index: MemoryIndex, brute: BruteForceIndex, rng: np.random.Generator, fps: Fingerprints,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """add_if_new with a random mask of --wildcard-bits bits per call (SIMHASH_WILDCARD_BITS)."""
+    def mask() -> int:
+        return sum(1 << int(bit) for bit in rng.choice(64, args.wildcard_bits, replace=False))
+
+    sample = [(q, mask()) for q in mixed_probes(rng, fps, EXACTNESS_SAMPLE, args.max_distance)]
+    exact = all(index.query(q, m) == brute.query(q, m) for q, m in sample)
+    masks = {}  # one mask per probe, drawn before the clock starts
+
+    def call(fingerprint: int, key: str) -> object:
+        return index.add_if_new(fingerprint, key, masks[fingerprint])
+
+    probes = mixed_probes(rng, fps, args.calls, args.max_distance)
+    masks.update((probe, mask()) for probe in probes)
+    p50, p99 = latencies_us(call, probes)
+    return {"impl": f"memory, {args.wildcard_bits} wildcard bits", "design": "same", "p50_us": p50,
+            "p99_us": p99, "exact": f"{exact} ({len(sample)})"}
 
 
 def bench_brute(
@@ -261,7 +287,7 @@ def main() -> None:
     for size in args.sizes:
         fps = rng.integers(0, 2**64 - 1, size, dtype=np.uint64, endpoint=True)
         memory = bench_memory(args, fps, rng)
-        rows = [memory, memory.pop("brute")]
+        rows = [memory, *([memory.pop("wildcard")] if "wildcard" in memory else []), memory.pop("brute")]
         if size <= args.simhash_max:
             rows.append(bench_simhash_package(args, fps, rng))
         print_table(size, rows)
