@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -153,10 +154,39 @@ def test_evaluate_feature_options(tmp_path: Path, capsys: pytest.CaptureFixture[
     for features in (["--segmenter", "jieba", "--shingle-size", "3", "--weighting", "log"], ["--segmenter", "char"]):
         assert main(command + features) == 0
         assert "fn    0" in capsys.readouterr().out  # the pair is found either way
-    with pytest.raises(SystemExit, match="shingle_size must be between 1 and 16, not 0"):
-        main(command + ["--shingle-size", "0"])
+    assert main(command + ["--shingle-size", "0"]) == 1
+    assert "evaluate: shingle_size must be between 1 and 16, not 0" in capsys.readouterr().err
 
 
-def test_evaluate_rejects_bad_k(tmp_path: Path) -> None:
-    with pytest.raises(SystemExit):
-        main(["evaluate", "--pages", "x", "--pairs", "y", "-k", "3,nine"])
+@pytest.mark.parametrize(("k", "message"), [("3,nine", "not a list of integers"), ("3,9", "k must be 0..8")])
+def test_evaluate_rejects_bad_k(k: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["evaluate", "--pages", "x", "--pairs", "y", "-k", k]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_plot_without_matplotlib_fails_before_the_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name: str, *args: Any) -> Any:
+        return None if name == "matplotlib" else real_find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    assert main(["evaluate", "--pages", "missing.jsonl", "--pairs", "y", "--plot", "h.png"]) == 1
+    assert "--plot needs matplotlib" in capsys.readouterr().err  # not a missing-file error after a long run
+
+
+def test_plot_draws_the_histogram(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    body = "<html><body><article><p>{}</p></article></body></html>"
+    text = " ".join(f"word{n} and more words in sentence {n}." for n in range(60))
+    pages_path, pairs_path = tmp_path / "pages.jsonl", tmp_path / "pairs.jsonl"
+    pages_path.write_text("".join(
+        json.dumps({"id": name, "lang": "en", "html": body.format(text + extra)}) + "\n"
+        for name, extra in (("a", ""), ("b", " one more"), ("c", " different " * 40))
+    ), encoding="utf-8")
+    pairs_path.write_text(json.dumps({"id_a": "a", "id_b": "b", "label": "dup"}) + "\n", encoding="utf-8")
+    plot = tmp_path / "histogram.png"
+    assert main(["evaluate", "--pages", str(pages_path), "--pairs", str(pairs_path), "--plot", str(plot)]) == 0
+    assert plot.read_bytes().startswith(b"\x89PNG") and "histogram written to" in capsys.readouterr().out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 from collections import Counter
 from typing import Any
 
@@ -11,6 +12,7 @@ from .. import evaluation
 from ..core.features import WEIGHTINGS
 from ..core.fingerprinter import Fingerprinter, FingerprintOptions
 from ..core.segment import SEGMENTERS
+from ..index.base import MAX_DISTANCE_LIMIT
 from ._common import add_fingerprint_arguments, fingerprinter_from_args
 from ._io import read_jsonl, warn
 
@@ -36,7 +38,7 @@ def add_parser(subparsers: Any) -> None:
                         help="records with id_a, id_b, label (dup/distinct/ambiguous), kind")
     parser.add_argument("-k", "--k", "--max-distance", dest="max_distance", default=_DEFAULT_KS,
                         metavar="K[,K...]",
-                        help="distances to score, 0..8 (default: %(default)s)")
+                        help=f"distances to score, 0..{MAX_DISTANCE_LIMIT} (default: %(default)s)")
     add_fingerprint_arguments(parser)
     _add_feature_arguments(parser)
     parser.add_argument("--plot", metavar="FILE.png",
@@ -65,12 +67,14 @@ def _fingerprinter(args: argparse.Namespace) -> Fingerprinter:
         return Fingerprinter(dataclasses.replace(
             options, segmenter=args.segmenter, shingle_size=args.shingle_size, weighting=args.weighting
         ))
-    except (ValueError, ImportError) as exc:  # a bad size; rjieba not installed
-        raise SystemExit(f"scrapy-simhash evaluate: {exc}")
+    except ImportError as exc:  # rjieba not installed
+        raise ValueError(str(exc)) from exc
 
 
 def run(args: argparse.Namespace) -> int:
     ks = _parse_ks(args.max_distance)
+    if args.plot and importlib.util.find_spec("matplotlib") is None:  # before the long run
+        raise ValueError("--plot needs matplotlib: pip install 'scrapy-simhash[plot]'")
     fingerprints, wildcards, languages, order = _fingerprint_pages(args.pages, _fingerprinter(args))
     labels = _read_labels(args.pairs, languages)
     close = evaluation.close_pairs(fingerprints, languages, max(ks), wildcards)
@@ -108,9 +112,9 @@ def _parse_ks(text: str) -> list[int]:
     try:
         ks = sorted({int(part) for part in text.split(",") if part.strip()})
     except ValueError:
-        raise SystemExit(f"scrapy-simhash evaluate: --max-distance: not a list of integers: {text!r}")
-    if not ks or not all(0 <= k <= 8 for k in ks):
-        raise SystemExit(f"scrapy-simhash evaluate: --max-distance: each k must be 0..8, not {text!r}")
+        raise ValueError(f"--max-distance: not a list of integers: {text!r}") from None
+    if not ks or not all(0 <= k <= MAX_DISTANCE_LIMIT for k in ks):
+        raise ValueError(f"--max-distance: each k must be 0..{MAX_DISTANCE_LIMIT}, not {text!r}")
     return ks
 
 
@@ -172,14 +176,11 @@ def _print_histogram(histogram: dict[str, Counter[int]]) -> None:
 
 
 def _plot(histogram: dict[str, Counter[int]], path: str) -> int:
-    try:
-        import matplotlib
+    import matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        warn("--plot needs matplotlib: pip install 'scrapy-simhash[plot]'")
-        return 2
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     distances = list(range(max(max(counts, default=0) for counts in histogram.values()) + 1))
     figure, axes = plt.subplots(figsize=(7, 4))
     width = 0.4
