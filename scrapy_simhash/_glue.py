@@ -152,19 +152,22 @@ class NearDuplicateChecker:
         namespace = "/".join(part for part in (self._base_namespace, host, self._kind_namespace) if part)
         index = self._indexes.get(namespace)
         if index is None:
-            with self._opening:
+            with self._opening:  # checked again: another thread may have opened it meanwhile
                 index = self._indexes.get(namespace)
-                if index is None:
-                    index = self._indexes[namespace] = open_index(
-                        self.config.index,
-                        max_distance=self.config.max_distance,
-                        expected_size=self._expected_size(host),
-                        namespace=namespace,
-                        signature=self.config.fingerprint.signature(),
-                        reset=self.config.index_reset,
-                        ttl=self.config.ttl,
-                    )
+                if index is None:  # (not `or`: an empty index is falsy, it has a __len__)
+                    index = self._indexes[namespace] = self._open_index(namespace, host)
         return index
+
+    def _open_index(self, namespace: str, host: str) -> SimhashIndex:
+        return open_index(
+            self.config.index,
+            max_distance=self.config.max_distance,
+            expected_size=self._expected_size(host),
+            namespace=namespace,
+            signature=self.config.fingerprint.signature(),
+            reset=self.config.index_reset,
+            ttl=self.config.ttl,
+        )
 
     def _expected_size(self, host: str) -> int:
         # An empty in-memory index sized for SIMHASH_EXPECTED_SIZE holds ~1 MB of bucket
