@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_simhash.index._tables import (
-    MAX_PREFIX_BITS,
-    TableDesign,
+from scrapy_simhash.index._design_choice import (
+    bytes_per_fingerprint,
     choose_design,
     design_for_size,
-    make_design,
+    probe_cost_ns,
 )
+from scrapy_simhash.index._tables import MAX_PREFIX_BITS, TableDesign, make_design
 
 fingerprints = st.integers(min_value=0, max_value=2**64 - 1)
 
@@ -115,10 +115,10 @@ def test_choose_design_is_the_cheapest_that_fits(k: int, size: int) -> None:
     assert design.max_distance == k
     assert design.prefix_bits <= design.leading_bits
     others = [design_for_size(make_design(k, b), size) for b in range(k + 1, k + 9)]
-    fitting = [d for d in others if d.bytes_per_fingerprint(size) <= 64]
+    fitting = [d for d in others if bytes_per_fingerprint(d, size) <= 64]
     if fitting:
-        assert design.bytes_per_fingerprint(size) <= 64
-        assert design.probe_cost_ns(size) == min(d.probe_cost_ns(size) for d in fitting)
+        assert bytes_per_fingerprint(design, size) <= 64
+        assert probe_cost_ns(design, size) == min(probe_cost_ns(d, size) for d in fitting)
     else:
         assert len(design.blocks) == k + 1
 

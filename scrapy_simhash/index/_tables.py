@@ -14,8 +14,8 @@ those blocks. Every candidate a probe finds is then checked by its full Hamming
 distance, so nothing beyond ``k`` is reported either.
 
 The trade-off (paper, section 3.1.1): more blocks mean more tables (memory and one
-lookup each) but longer leading blocks, hence fewer candidates per probe.
-:func:`choose_design` minimises the measured cost of a probe under a memory cap.
+lookup each) but longer leading blocks, hence fewer candidates per probe;
+:mod:`._design_choice` picks a design by it.
 
 >>> design = make_design(3, 4, prefix_bits=16)
 >>> design.blocks
@@ -28,12 +28,10 @@ lookup each) but longer leading blocks, hence fewer candidates per probe.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import combinations
-from math import comb
 from typing import Any
 
 import numpy as np
@@ -43,29 +41,6 @@ from ..core.fingerprint import FINGERPRINT_BITS
 
 #: Bucket keys index a directory of ``2**prefix_bits`` offsets per table.
 MAX_PREFIX_BITS = 32
-#: Largest prefix :func:`choose_design` picks (a 256 MiB directory per table).
-_MAX_AUTO_PREFIX_BITS = 26
-#: Fewest buckets a table gets, so small indexes still spread out.
-_MIN_AUTO_PREFIX_BITS = 8
-#: Aim at ~8 rows per bucket: directories stay ~1/8 of the row arrays.
-_ROWS_PER_BUCKET_LOG2 = 3
-
-# Cost of a probe of MemoryIndex: fixed work per table (key, directory lookup,
-# slice) and per candidate (a random gather from the fingerprint array + popcount).
-# Fitted by `python benchmarks/bench_index.py --calibrate --sizes 10000000` (k = 3,
-# 8 designs of 4-20 tables, 10M fingerprints, CPython 3.11, NumPy 2.4, a shared
-# 2-core VM): only their ratio matters to choose_design.
-COST_PER_TABLE_NS = 2800.0
-COST_PER_CANDIDATE_NS = 15.0
-#: Row ids are uint32 and fingerprints uint64 in the in-memory layout.
-_ROW_ID_BYTES = 4
-_FINGERPRINT_BYTES = 8
-_OFFSET_BYTES = 4
-#: Default memory cap of :func:`choose_design`, index structure only (no keys).
-DEFAULT_MAX_BYTES_PER_FINGERPRINT = 64.0
-#: choose_design tries B = k + 1 ... k + _MAX_EXTRA_BLOCKS.
-_MAX_EXTRA_BLOCKS = 8
-
 # (source shift, mask, destination shift): key |= ((fp >> src) & mask) << dst
 _Term = tuple[int, int, int]
 
@@ -134,16 +109,6 @@ class TableDesign:
         """Mean candidates per probe over all tables, for uniform fingerprints."""
         return len(self.tables) * size / 2.0**self.prefix_bits
 
-    def bytes_per_fingerprint(self, size: int) -> float:
-        """Index memory per fingerprint (fingerprint, row ids, directories; no keys)."""
-        directories = len(self.tables) * (2**self.prefix_bits + 1) * _OFFSET_BYTES
-        return _row_bytes(len(self.tables)) + directories / max(size, 1)
-
-    def probe_cost_ns(self, size: int) -> float:
-        """Modelled cost of one probe at *size* fingerprints (see COST_* constants)."""
-        tables = len(self.tables) * COST_PER_TABLE_NS
-        return tables + self.expected_candidates(size) * COST_PER_CANDIDATE_NS
-
     def with_prefix_bits(self, prefix_bits: int) -> TableDesign:
         """The same blocks and tables with another bucket width."""
         return make_design(self.max_distance, len(self.blocks), prefix_bits)
@@ -181,54 +146,6 @@ def make_design(max_distance: int, blocks: int, prefix_bits: int | None = None) 
             f"for {blocks} blocks and distance {max_distance}, not {prefix_bits}"
         )
     return TableDesign(max_distance, spans, tables, prefix_bits)
-
-
-def choose_design(
-    max_distance: int,
-    expected_size: int,
-    *,
-    max_bytes_per_fingerprint: float = DEFAULT_MAX_BYTES_PER_FINGERPRINT,
-) -> TableDesign:
-    """The cheapest design per probe for *expected_size* fingerprints.
-
-    Cost model: ``tables * COST_PER_TABLE_NS + candidates * COST_PER_CANDIDATE_NS``
-    (paper, section 3.1.1, with constants measured on this implementation), among
-    designs within *max_bytes_per_fingerprint*; if none fits, the one with the
-    fewest tables (``B = k + 1``).
-
-    >>> choose_design(3, 10_000_000).describe()["blocks"]
-    [16, 16, 16, 16]
-    >>> len(choose_design(3, 1_000_000_000).tables)
-    10
-    """
-    if expected_size < 0:
-        raise ValueError(f"expected_size must be >= 0, not {expected_size}")
-    fitting = []
-    last = min(max_distance + _MAX_EXTRA_BLOCKS, FINGERPRINT_BITS)
-    for blocks in range(max_distance + 1, last + 1):
-        if _row_bytes(comb(blocks, max_distance)) > max_bytes_per_fingerprint:
-            break  # more blocks only mean more tables
-        design = design_for_size(make_design(max_distance, blocks), expected_size)
-        if design.bytes_per_fingerprint(expected_size) <= max_bytes_per_fingerprint:
-            fitting.append(design)
-    if not fitting:
-        return design_for_size(make_design(max_distance, max_distance + 1), expected_size)
-    return min(fitting, key=lambda d: d.probe_cost_ns(expected_size))
-
-
-def _row_bytes(tables: int) -> int:
-    """Bytes per fingerprint of the row arrays alone (no directories)."""
-    return _FINGERPRINT_BYTES + tables * _ROW_ID_BYTES
-
-
-def design_for_size(design: TableDesign, size: int) -> TableDesign:
-    """*design* with a bucket width fit for *size* fingerprints (~8 per bucket)."""
-    wanted = math.floor(math.log2(max(size, 1))) - _ROWS_PER_BUCKET_LOG2
-    wanted = max(_MIN_AUTO_PREFIX_BITS, min(wanted, _MAX_AUTO_PREFIX_BITS))
-    prefix_bits = min(wanted, design.leading_bits)
-    if prefix_bits == design.prefix_bits:
-        return design
-    return design.with_prefix_bits(prefix_bits)
 
 
 def _check_design_args(max_distance: int, blocks: int) -> None:

@@ -28,7 +28,8 @@ import numpy.typing as npt
 from ..core.fingerprint import check_fingerprint
 from ._buckets import SortedBuckets, WriteBuffer, bucket_stats
 from ._storage import GrowableArray, KeyStore, entry_columns, fingerprint_array
-from ._tables import TableDesign, choose_design, design_for_size
+from ._design_choice import choose_design, design_for_size
+from ._tables import TableDesign
 from .base import DEFAULT_MAX_DISTANCE, Match, SimhashIndex
 
 _MIN_BUFFER = 4096
@@ -42,7 +43,7 @@ class MemoryIndex(SimhashIndex):
     """Exact near-duplicate search in memory; see the module doc for the layout.
 
     *design* fixes the tables (see :func:`~._tables.make_design`); by default
-    :func:`~._tables.choose_design` picks one for *expected_size* and the bucket
+    :func:`~._design_choice.choose_design` picks one for *expected_size* and the bucket
     width grows with the index.
     """
 

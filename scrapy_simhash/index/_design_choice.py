@@ -1,0 +1,101 @@
+"""Choosing a permutation-table design: the trade-off of Manku, Jain & Das Sarma
+(WWW 2007, section 3.1.1) between tables and candidates per probe, with the costs
+measured on this implementation.
+
+More blocks mean more tables (memory, and one lookup each per probe) but longer
+leading blocks, hence fewer candidates per probe. :func:`choose_design` minimises the
+modelled cost of a probe under a memory cap; :func:`design_for_size` widens buckets as
+an index grows.
+"""
+
+from __future__ import annotations
+
+import math
+from math import comb
+
+from ..core.fingerprint import FINGERPRINT_BITS
+from ._tables import TableDesign, make_design
+
+#: Largest prefix :func:`choose_design` picks (a 256 MiB directory per table).
+_MAX_AUTO_PREFIX_BITS = 26
+#: Fewest buckets a table gets, so small indexes still spread out.
+_MIN_AUTO_PREFIX_BITS = 8
+#: Aim at ~8 rows per bucket: directories stay ~1/8 of the row arrays.
+_ROWS_PER_BUCKET_LOG2 = 3
+
+# Cost of a probe of MemoryIndex: fixed work per table (key, directory lookup,
+# slice) and per candidate (a random gather from the fingerprint array + popcount).
+# Fitted by `python benchmarks/bench_index.py --calibrate --sizes 10000000` (k = 3,
+# 8 designs of 4-20 tables, 10M fingerprints, CPython 3.11, NumPy 2.4, a shared
+# 2-core VM): only their ratio matters to choose_design.
+COST_PER_TABLE_NS = 2800.0
+COST_PER_CANDIDATE_NS = 15.0
+#: Row ids are uint32 and fingerprints uint64 in the in-memory layout.
+_ROW_ID_BYTES = 4
+_FINGERPRINT_BYTES = 8
+_OFFSET_BYTES = 4
+#: Default memory cap of :func:`choose_design`, index structure only (no keys).
+DEFAULT_MAX_BYTES_PER_FINGERPRINT = 64.0
+#: choose_design tries B = k + 1 ... k + _MAX_EXTRA_BLOCKS.
+_MAX_EXTRA_BLOCKS = 8
+
+
+def bytes_per_fingerprint(design: TableDesign, size: int) -> float:
+    """Index memory per fingerprint (fingerprint, row ids, directories; no keys)."""
+    directories = len(design.tables) * (2**design.prefix_bits + 1) * _OFFSET_BYTES
+    return _row_bytes(len(design.tables)) + directories / max(size, 1)
+
+
+def probe_cost_ns(design: TableDesign, size: int) -> float:
+    """Modelled cost of one probe at *size* fingerprints (see the COST_* constants)."""
+    tables = len(design.tables) * COST_PER_TABLE_NS
+    return tables + design.expected_candidates(size) * COST_PER_CANDIDATE_NS
+
+
+def choose_design(
+    max_distance: int,
+    expected_size: int,
+    *,
+    max_bytes_per_fingerprint: float = DEFAULT_MAX_BYTES_PER_FINGERPRINT,
+) -> TableDesign:
+    """The cheapest design per probe for *expected_size* fingerprints.
+
+    Cost model: ``tables * COST_PER_TABLE_NS + candidates * COST_PER_CANDIDATE_NS``
+    (paper, section 3.1.1, with constants measured on this implementation), among
+    designs within *max_bytes_per_fingerprint*; if none fits, the one with the
+    fewest tables (``B = k + 1``).
+
+    >>> choose_design(3, 10_000_000).describe()["blocks"]
+    [16, 16, 16, 16]
+    >>> len(choose_design(3, 1_000_000_000).tables)
+    10
+    """
+    if expected_size < 0:
+        raise ValueError(f"expected_size must be >= 0, not {expected_size}")
+    fitting = []
+    last = min(max_distance + _MAX_EXTRA_BLOCKS, FINGERPRINT_BITS)
+    for blocks in range(max_distance + 1, last + 1):
+        if _row_bytes(comb(blocks, max_distance)) > max_bytes_per_fingerprint:
+            break  # more blocks only mean more tables
+        design = design_for_size(make_design(max_distance, blocks), expected_size)
+        if bytes_per_fingerprint(design, expected_size) <= max_bytes_per_fingerprint:
+            fitting.append(design)
+    if not fitting:
+        return design_for_size(make_design(max_distance, max_distance + 1), expected_size)
+    return min(fitting, key=lambda d: probe_cost_ns(d, expected_size))
+
+
+def _row_bytes(tables: int) -> int:
+    """Bytes per fingerprint of the row arrays alone (no directories)."""
+    return _FINGERPRINT_BYTES + tables * _ROW_ID_BYTES
+
+
+def design_for_size(design: TableDesign, size: int) -> TableDesign:
+    """*design* with a bucket width fit for *size* fingerprints (~8 per bucket)."""
+    wanted = math.floor(math.log2(max(size, 1))) - _ROWS_PER_BUCKET_LOG2
+    wanted = max(_MIN_AUTO_PREFIX_BITS, min(wanted, _MAX_AUTO_PREFIX_BITS))
+    prefix_bits = min(wanted, design.leading_bits)
+    if prefix_bits == design.prefix_bits:
+        return design
+    return design.with_prefix_bits(prefix_bits)
+
