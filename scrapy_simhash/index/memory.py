@@ -27,8 +27,8 @@ import numpy.typing as npt
 
 from ..core.fingerprint import check_fingerprint
 from ._buckets import SortedBuckets, WriteBuffer, bucket_stats
-from ._storage import GrowableArray, KeyStore, entry_columns, fingerprint_array
 from ._design_choice import choose_design, design_for_size
+from ._storage import GrowableArray, KeyStore, entry_columns, fingerprint_array
 from ._tables import TableDesign
 from .base import DEFAULT_MAX_DISTANCE, Match, SimhashIndex
 
