@@ -54,8 +54,7 @@ class NearDuplicateChecker:
         self._opening = threading.Lock()
         self._base_namespace = crawler.spidercls.name if config.scope == "spider" else ""
         self._log_next_match = True
-        self._warn_next_index_error = True
-        self._index_errors = 0  # in a row: logged when the index is back
+        self._index_errors = 0  # in a row: the first is warned of, the count logged when it is back
         self._log_next_error = True
         self._open()
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -207,12 +206,11 @@ class NearDuplicateChecker:
         self._index_errors += 1
         if self.config.on_index_error == "fail":
             raise exc
-        if self._warn_next_index_error:
+        if self._index_errors == 1:  # one WARNING per outage
             self._logger.warning(
                 "Simhash index unavailable, keeping %(kind)ss unchecked (SIMHASH_ON_INDEX_ERROR='keep'): %(error)s",
                 {"kind": self._kind, "error": exc},
             )
-            self._warn_next_index_error = False
 
     def _index_back(self) -> None:
         """The index answers again: say so, and warn again at its next outage."""
@@ -221,7 +219,6 @@ class NearDuplicateChecker:
             {"kind": self._kind, "errors": self._index_errors, "stat": f"{self._prefix}/index_error"},
         )
         self._index_errors = 0
-        self._warn_next_index_error = True
 
     def count(self, event: str) -> None:
         """Count ``<prefix>/<event>`` (``skipped/<reason>``, ``dropped``, ...)."""
