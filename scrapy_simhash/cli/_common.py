@@ -54,11 +54,15 @@ def add_distance_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def fingerprinter_from_args(args: argparse.Namespace) -> Fingerprinter:
-    options = FingerprintOptions(
+def options_from_args(args: argparse.Namespace) -> FingerprintOptions:
+    """The options of :func:`add_fingerprint_arguments`; the others at their defaults."""
+    return FingerprintOptions(
         hash_key=args.hash_key.encode(), min_tokens=args.min_tokens, wildcard_bits=args.wildcard_bits
     )
-    return Fingerprinter(options)
+
+
+def fingerprinter_from_args(args: argparse.Namespace) -> Fingerprinter:
+    return Fingerprinter(options_from_args(args))
 
 
 def record_id(record: dict[str, Any], args: argparse.Namespace, path: str, line_number: int) -> str:

@@ -13,7 +13,7 @@ from ..core.features import WEIGHTINGS
 from ..core.fingerprinter import Fingerprinter, FingerprintOptions
 from ..core.segment import SEGMENTERS
 from ..index.base import MAX_DISTANCE_LIMIT
-from ._common import add_fingerprint_arguments, fingerprinter_from_args
+from ._common import add_fingerprint_arguments, options_from_args
 from ._io import read_jsonl, warn
 
 #: Distances 0..N-1 get a row each in the printed histogram, the farther ones one row.
@@ -62,7 +62,7 @@ def _add_feature_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _fingerprinter(args: argparse.Namespace) -> Fingerprinter:
     """The shared options' fingerprinter, with the feature options of the command line."""
-    options = fingerprinter_from_args(args).options
+    options = options_from_args(args)
     try:
         return Fingerprinter(dataclasses.replace(
             options, segmenter=args.segmenter, shingle_size=args.shingle_size, weighting=args.weighting
