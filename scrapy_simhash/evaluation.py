@@ -92,6 +92,18 @@ class Report:
             setattr(score, outcome, getattr(score, outcome) + 1)
 
 
+class _PairDistance:
+    """A pair's distance as a crawl sees it: outside the wildcard bits of its later page."""
+
+    def __init__(self, fingerprints: Mapping[str, int], wildcards: Mapping[str, int] | None) -> None:
+        self.fingerprints, self.wildcards = fingerprints, wildcards or {}
+        self.position = {page: number for number, page in enumerate(fingerprints)}
+
+    def __call__(self, a: str, b: str) -> int:
+        later = a if self.position[a] > self.position[b] else b
+        return ((self.fingerprints[a] ^ self.fingerprints[b]) & ~self.wildcards.get(later, 0)).bit_count()
+
+
 def close_pairs(
     fingerprints: Mapping[str, int],
     languages: Mapping[str, str],
@@ -103,20 +115,18 @@ def close_pairs(
     A pair's distance is counted outside the *wildcards* bits of its later page (in
     the order of *fingerprints*), as when that page is checked in a crawl.
     """
-    wildcards = wildcards or {}
-    position = {page: number for number, page in enumerate(fingerprints)}
+    distance = _PairDistance(fingerprints, wildcards)
     found: dict[tuple[str, str], int] = {}
     for language in sorted(set(languages[page] for page in fingerprints)):
         pages = [page for page in fingerprints if languages[page] == language]
         index = MemoryIndex(max_distance, expected_size=max(len(pages), 1))
         index.add_many((fingerprints[page], page) for page in pages)
         for page in pages:
-            fingerprint, wildcard = fingerprints[page], wildcards.get(page, 0)
-            for match in index.query(fingerprint, wildcard):
-                if position[match.key] < position[page]:
-                    distance = ((fingerprint ^ match.fingerprint) & ~wildcard).bit_count()
-                    found[pair_key(page, match.key)] = distance
+            for match in index.query(fingerprints[page], distance.wildcards.get(page, 0)):
+                if distance.position[match.key] < distance.position[page]:
+                    found[pair_key(page, match.key)] = distance(page, match.key)
     return found
+
 
 
 def score_pairs(
@@ -146,13 +156,11 @@ def distance_histogram(
     Every labelled pair counts, however far apart (so the missed duplicates show),
     and the unlisted pairs in *close*; a distance is counted as in :func:`close_pairs`.
     """
-    wildcards = wildcards or {}
-    position = {page: number for number, page in enumerate(fingerprints)}
+    distance = _PairDistance(fingerprints, wildcards)
     distances = dict(close)
     for a, b in labels.pairs:
         if a in fingerprints and b in fingerprints:
-            later = a if position[a] > position[b] else b
-            distances[a, b] = ((fingerprints[a] ^ fingerprints[b]) & ~wildcards.get(later, 0)).bit_count()
+            distances[a, b] = distance(a, b)
     histogram: dict[str, Counter[int]] = {DUP: Counter(), DISTINCT: Counter()}
     for (a, b), distance in distances.items():
         label = labels.get(a, b)[0]
