@@ -149,21 +149,19 @@ def main() -> None:
 
 
 def report(runs: dict[str, list[dict[str, Any]]]) -> None:
+    cpu = {mode: statistics.median(run["cpu"] for run in mode_runs) for mode, mode_runs in runs.items()}
+    baseline, *compared = runs
     print(f"{'crawl':<28}{'pages':>7}{'marked':>8}{'CPU s (median)':>16}{'CPU ms/page':>13}"
           f"{'overhead':>10}{'from_html ms/page':>19}")
-    baseline = None
     for mode, mode_runs in runs.items():
         pages = mode_runs[0]["pages"]
-        cpu = statistics.median(run["cpu"] for run in mode_runs) / pages
         core = statistics.median(run["fingerprinting"] for run in mode_runs) / pages
-        baseline = cpu if baseline is None else baseline
-        overhead = f"{cpu / baseline - 1:+.1%}" if mode_runs is not runs[next(iter(runs))] else "-"
-        print(f"{mode:<28}{pages:>7}{mode_runs[0]['marked']:>8}{cpu * pages:>16.2f}{1000 * cpu:>13.2f}"
-              f"{overhead:>10}{1000 * core:>19.2f}")
-    middleware = statistics.median(run["cpu"] for run in runs["with the middleware (mark)"])
-    off = statistics.median(run["cpu"] for run in runs["without scrapy-simhash"])
-    verdict = "ok" if middleware / off - 1 <= TARGET_OVERHEAD else "over target"
-    print(f"middleware overhead: {middleware / off - 1:+.1%} CPU (target <= {TARGET_OVERHEAD:.0%}: {verdict});"
+        overhead = f"{cpu[mode] / cpu[baseline] - 1:+.1%}" if mode in compared else "-"
+        print(f"{mode:<28}{pages:>7}{mode_runs[0]['marked']:>8}{cpu[mode]:>16.2f}"
+              f"{1000 * cpu[mode] / pages:>13.2f}{overhead:>10}{1000 * core:>19.2f}")
+    middleware = cpu["with the middleware (mark)"] / cpu[baseline] - 1
+    verdict = "ok" if middleware <= TARGET_OVERHEAD else "over target"
+    print(f"middleware overhead: {middleware:+.1%} CPU (target <= {TARGET_OVERHEAD:.0%}: {verdict});"
           " from_html is the core's share, the rest is the glue (index, stats, meta) and run-to-run noise")
 
 
