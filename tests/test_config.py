@@ -84,6 +84,9 @@ def test_valid_values(name: str, value: Any, attribute: str, expected: Any) -> N
         ("SIMHASH_MIN_TOKENS", "many"),
         ("SIMHASH_SHINGLE_SIZE", 0),
         ("SIMHASH_SEGMENTER", "spaces"),
+        ("SIMHASH_MAX_WEIGHT", 0),
+        ("SIMHASH_MAX_WEIGHT", "nan"),
+        ("SIMHASH_MAX_WEIGHT", "heavy"),
         ("SIMHASH_MAIN_CONTENT", "sometimes"),
         ("SIMHASH_TEMPLATE_SUPPRESSION", "sometimes"),
     ],
@@ -102,7 +105,11 @@ def test_every_fingerprint_option_has_a_setting() -> None:
 
 def test_fingerprint_options_are_converted() -> None:
     options = parse(
-        SIMHASH_MIN_TOKENS="12", SIMHASH_SHINGLE_SIZE=4, SIMHASH_HASH_KEY="secret", SIMHASH_MAIN_CONTENT="False"
+        SIMHASH_MIN_TOKENS="12",
+        SIMHASH_SHINGLE_SIZE=4,
+        SIMHASH_HASH_KEY="secret",
+        SIMHASH_MAIN_CONTENT="False",
+        SIMHASH_MAX_WEIGHT="inf",
     ).fingerprint
     assert (options.min_tokens, options.shingle_size, options.hash_key, options.main_content) == (
         12,
@@ -110,6 +117,7 @@ def test_fingerprint_options_are_converted() -> None:
         b"secret",
         False,
     )
+    assert options.max_weight == float("inf")  # no cap
 
 
 def test_jobdir_keeps_the_index_beside_requests_seen(tmp_path: Path) -> None:

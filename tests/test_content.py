@@ -82,6 +82,50 @@ def test_biggest_section_wins_but_title_stays() -> None:
     assert "Release 1.2.3" in extracted and "sentence 3" in extracted
 
 
+def test_paragraphs_beside_a_long_code_listing_stay() -> None:
+    # The listing holds most of the prose, but it is a part of the article, not its container.
+    code = "\n".join(f"    call_{n}(argument_{n})  # step {n} of the example" for n in range(30))
+    html = (
+        "<body><div id='area'><h1>Err function</h1><p>Returns the code of the last error.</p>"
+        f"<h2>Syntax</h2><p>Err</p><h2>Example</h2><div class='code'><pre>{code}</pre></div></div></body>"
+    )
+    extracted = _extract(html)
+    assert "Returns the code of the last error." in extracted and "step 29 of the example" in extracted
+
+
+def test_the_descent_never_enters_a_paragraph() -> None:
+    lead = "The one long paragraph of this help page, " * 8
+    html = (
+        "<body><div><h1>Headers and footers</h1><p>Define the headers here.</p>"
+        f"<p>{lead}</p><div><h2>Reset</h2><p>Undo the changes made in this dialog.</p></div></div></body>"
+    )
+    extracted = _extract(html)
+    assert "Define the headers here." in extracted and "Undo the changes" in extracted
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "（责任编辑：王伟）",
+        "免责声明：本文转载自网络，仅供参考，不代表本站观点。",
+        "来源: 新华社",
+        "Copyright © 2024 The Field Notebook",
+        "Posted by Ann on 3 May 2024",
+    ],
+)
+def test_credit_and_legal_lines_are_left_out(line: str) -> None:
+    extracted = _extract(f"<body><article><h1>Title</h1><p>{ARTICLE}</p><p>{line}</p></article></body>")
+    assert "sentence 39 of the article body" in extracted and line not in extracted
+
+
+def test_text_about_copyright_is_content() -> None:
+    extracted = _extract(
+        f"<body><article><p>{ARTICLE}</p><p>Copyright law differs between countries.</p>"
+        f"<p>来源不明的软件包不应安装。</p></article></body>"
+    )
+    assert "Copyright law differs" in extracted and "来源不明" in extracted
+
+
 def test_page_without_body_or_text() -> None:
     assert content.extract_main_blocks(text.parse_html("<html><p>only</p></html>")) == ["only"]
     assert content.extract_main_blocks(text.parse_html("<html><body><img src=x></body></html>")) == []

@@ -104,12 +104,12 @@ def test_quality_on_a_sample_of_the_dev_corpus() -> None:
 @needs_corpus
 @pytest.mark.slow
 def test_quality_on_the_whole_dev_corpus() -> None:
-    """The targets are precision >= 0.99 and recall >= 0.95; Chinese pairwise recall is
-    0.9498 (README, "How well does it work"), so recall is held at 0.94."""
+    """The issue's targets, precision >= 0.99 and recall >= 0.95 (measured: README, "How
+    well does it work")."""
     pairwise, crawl = _score_sample(_read("pages.jsonl.gz"))
     for language in ("en", "zh"):
         assert pairwise.by_language[language].precision >= 0.99
-        assert pairwise.by_language[language].recall >= 0.94
+        assert pairwise.by_language[language].recall >= 0.95
         assert crawl.by_language[language].precision >= 0.99
         assert crawl.by_language[language].recall >= 0.95
 
@@ -151,11 +151,16 @@ def test_evaluate_feature_options(tmp_path: Path, capsys: pytest.CaptureFixture[
     pages_path.write_text("".join(json.dumps(page) + "\n" for page in pages), encoding="utf-8")
     pairs_path.write_text(json.dumps({"id_a": "z1", "id_b": "z2", "label": "dup"}) + "\n", encoding="utf-8")
     command = ["evaluate", "--pages", str(pages_path), "--pairs", str(pairs_path), "-k", "3"]
-    for features in (["--segmenter", "jieba", "--shingle-size", "3", "--weighting", "log"], ["--segmenter", "char"]):
+    for features in (
+        ["--segmenter", "jieba", "--shingle-size", "3", "--weighting", "log"],
+        ["--segmenter", "char", "--max-weight", "inf"],
+    ):
         assert main(command + features) == 0
         assert "fn    0" in capsys.readouterr().out  # the pair is found either way
     assert main(command + ["--shingle-size", "0"]) == 1
     assert "evaluate: shingle_size must be between 1 and 16, not 0" in capsys.readouterr().err
+    assert main(command + ["--max-weight", "0"]) == 1
+    assert "evaluate: max_weight must be positive, not 0.0" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("k", "message"), [("3,nine", "not a list of integers"), ("3,9", "k must be 0..8")])

@@ -50,7 +50,9 @@ def _add_feature_arguments(parser: argparse.ArgumentParser) -> None:
     """The feature options, to compare them on your own labelled pages before a crawl."""
     defaults = FingerprintOptions()
     group = parser.add_argument_group(
-        "features", "as SIMHASH_SEGMENTER, SIMHASH_SHINGLE_SIZE, SIMHASH_WEIGHTING (defaults: theirs)"
+        "features",
+        "as SIMHASH_SEGMENTER, SIMHASH_SHINGLE_SIZE, SIMHASH_WEIGHTING, SIMHASH_MAX_WEIGHT "
+        "(defaults: theirs)",
     )
     group.add_argument("--segmenter", choices=SEGMENTERS, default=defaults.segmenter,
                        help="Han text: characters, or jieba words (default: %(default)s)")
@@ -58,6 +60,8 @@ def _add_feature_arguments(parser: argparse.ArgumentParser) -> None:
                        help="tokens per shingle (default: %(default)s)")
     group.add_argument("--weighting", choices=WEIGHTINGS, default=defaults.weighting,
                        help="shingle weight on a page (default: %(default)s)")
+    group.add_argument("--max-weight", type=float, default=defaults.max_weight, metavar="W",
+                       help="largest weight of a shingle (default: %(default)s; inf: no cap)")
 
 
 def _fingerprinter(args: argparse.Namespace) -> Fingerprinter:
@@ -65,7 +69,8 @@ def _fingerprinter(args: argparse.Namespace) -> Fingerprinter:
     options = options_from_args(args)
     try:
         return Fingerprinter(dataclasses.replace(
-            options, segmenter=args.segmenter, shingle_size=args.shingle_size, weighting=args.weighting
+            options, segmenter=args.segmenter, shingle_size=args.shingle_size, weighting=args.weighting,
+            max_weight=args.max_weight,
         ))
     except ImportError as exc:  # rjieba not installed
         raise ValueError(str(exc)) from exc

@@ -5,6 +5,9 @@ An element is boilerplate when its tag says so (``<nav>``, ``<header>``, ``<foot
 contentinfo, ...), it is hidden, or its class/id names it (the Readability heuristics,
 extended with counters, share bars, bylines and legal notes) without also saying it is the
 content. Such elements are removed unless they hold most of the page's text.
+
+Some boilerplate is known by its text instead: the credit and legal lines of an article
+(:func:`is_credit_line`), which a repost replaces with its own.
 """
 
 from __future__ import annotations
@@ -44,6 +47,20 @@ _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGN
 #: An element holding more than this share of the page's text is never pruned:
 #: some sites wrap the whole page in a <header> or a "page-header" div.
 _MAX_PRUNED_SHARE = 0.8
+# Credit and legal lines, by how they start: who edited or wrote a page, where it was
+# copied from, its copyright or disclaimer. A repost brings its own (another editor,
+# another source), so they differ between copies of one article. Chinese sites write
+# 责任编辑 "editor in charge", 免责声明 "disclaimer", 来源 "source", 原标题 "original title".
+_CREDIT_LINE = re.compile(
+    r"\s*[(\[（【]?\s*(?:"
+    r"责任编辑|免责声明|版权声明|版权所有|"
+    r"(?:编辑|作者|记者|来源|本文来源|文章来源|原标题|原文链接|出处|转载)\s*[:：]|"
+    r"copyright\s*(?:©|\(c\)|\d{4}|by\b)|©|all rights reserved|disclaimer\s*:|posted by\b|written by\b"
+    r")",
+    re.IGNORECASE,
+)
+#: Longer blocks starting that way are content (a paragraph about copyright law).
+_MAX_CREDIT_LINE = 160
 #: Verdicts on containers by their attributes, kept across pages (~300 bytes each).
 _VERDICTS: dict[tuple[tuple[str, str], ...], bool] = {}
 _MAX_VERDICTS = 4096
@@ -101,6 +118,17 @@ def _attributes_say_boilerplate(attributes: dict[str, str]) -> bool:
         element_id is not None and _UNLIKELY_ID.search(element_id) is not None
     )
     return says_boilerplate and not _LIKELY.search(f"{names} {element_id}")
+
+
+def is_credit_line(block: str) -> bool:
+    """Whether a text block is an article's credit or legal line.
+
+    >>> is_credit_line("（责任编辑：王伟）"), is_credit_line("Copyright © 2024 Example Inc.")
+    (True, True)
+    >>> is_credit_line("Copyright law differs between countries.")
+    False
+    """
+    return len(block) <= _MAX_CREDIT_LINE and _CREDIT_LINE.match(block) is not None
 
 
 def prune_boilerplate(body: etree._Element) -> None:

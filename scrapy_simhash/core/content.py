@@ -8,10 +8,12 @@ the thousands of inline ``<span>`` of a code listing):
 2. *Locate* the main content by text density (:func:`main_container`): from
    ``<body>`` (or the page's only ``<main>``/``<article>``), descend into the child
    holding most of the page's *prose*, text not inside links, so navigation lists
-   weigh nothing. Headings passed on the way down are kept (an article's title).
+   weigh nothing. Headings and paragraphs passed on the way down are kept (an article's title
+   and lead), and the descent never enters a paragraph or a code listing: those
+   are parts of an article, not its container.
 3. *Split* it into text blocks at block-level elements, and drop the blocks that
    are mostly link text (link lists), unless the whole page is links (a table of
-   contents).
+   contents), and the credit and legal lines (:func:`.boilerplate.is_credit_line`).
 
 Any callable ``(root) -> list[str]`` can replace :func:`extract_main_blocks` (see
 :class:`~scrapy_simhash.core.fingerprinter.Fingerprinter`).
@@ -23,7 +25,7 @@ from collections.abc import Callable, Iterator
 
 from lxml import etree
 
-from .boilerplate import prune_boilerplate
+from .boilerplate import is_credit_line, prune_boilerplate
 from .text import BLOCK_BOUNDARY, split_blocks
 from .textsize import (
     LINK_CLOSE, LINK_OPEN, LINK_TEXT, ChildSizes, mark_links, measure, measure_both, visible_chars,
@@ -43,6 +45,8 @@ _WINNER_SHARE, _WINNER_MARGIN = 0.6, 3.0
 #: posts), not for an article's hundred paragraphs.
 _MAX_CONTESTANTS = 16
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_KEPT_SIBLINGS = _HEADINGS | {"p"}
+_TEXT_BLOCKS = _HEADINGS | {"p", "pre", "blockquote"}
 #: Blocks whose text is mostly link text are navigation, not prose.
 _MAX_LINK_DENSITY = 0.5
 #: Below this share of prose the page is a list of links (an index, a table of contents).
@@ -61,12 +65,13 @@ def extract_main_blocks(root: etree._Element) -> list[str]:
     prose, everything = measure_both(body)
     links_are_content = prose < _MIN_PROSE_SHARE * everything
     if links_are_content:
-        container, titles = main_container(body, prose=False, total=everything)
+        container, left_behind = main_container(body, prose=False, total=everything)
     else:
-        container, titles = main_container(body, prose=True, total=prose)
-    blocks = [block for title in titles for block in split_blocks(title)] + split_blocks(container)
+        container, left_behind = main_container(body, prose=True, total=prose)
+    blocks = [block for element in left_behind for block in split_blocks(element)] + split_blocks(container)
     if not links_are_content:
         blocks = [block for block in blocks if LINK_OPEN not in block or not _is_link_list(block)]
+    blocks = [block for block in blocks if not is_credit_line(block)]
     if not blocks:
         return blocks
     # Markers out of all blocks at once: they were cut at _JOINER, so none holds it.
@@ -90,12 +95,13 @@ def main_container(
     failing that, into the child holding the page's first ``<h1>`` if that child
     holds a fair share (an article outweighed by its site's sidebar); failing that,
     into a clear winner, three times the size of any sibling (a forum post above its
-    replies). Headings left behind on the way down are kept (the title of an article
-    whose biggest section won). Return the container and those headings.
+    replies); never into a paragraph or a code listing. Headings and paragraphs left
+    behind on the way down are kept (the title and lead of an article whose biggest
+    section won). Return the container and those elements.
 
     *total*, if given, must be ``measure(body, prose)`` (sizes are derived from it).
     """
-    titles: list[etree._Element] = []
+    left_behind: list[etree._Element] = []
     landmarks = list(body.iter("h1", "main", "article"))  # one walk of the tree for the three
     heading = next((element for element in landmarks if element.tag == "h1"), None)
     on_heading_path = set(heading.iterancestors()) if heading is not None else set()
@@ -112,12 +118,23 @@ def main_container(
                 found = _clear_winner(sizes, held)
             if found is not None:
                 total = found[1]
-        if found is None:
+        if found is None or _is_text_block(found[0]):
             break
-        # The headings left behind stay: the title of an article whose biggest section won.
-        titles += [child for child in container if child.tag in _HEADINGS]
+        # The headings and paragraphs left behind stay: the title of an article whose
+        # biggest section won, its lead paragraph.
+        left_behind += [child for child in container if child.tag in _KEPT_SIBLINGS and child is not found[0]]
         container, held = found
-    return container, titles
+    return container, left_behind
+
+
+def _is_text_block(element: etree._Element) -> bool:
+    # A paragraph or a code listing (or a wrapper of one) is a part of the content,
+    # never its container: descending into it would leave the rest of the article behind.
+    while element.tag not in _TEXT_BLOCKS:
+        if len(element) != 1:
+            return False
+        element = element[0]
+    return True
 
 
 def _semantic_start(
