@@ -10,11 +10,16 @@ bits (12 is FingerprintOptions.wildcard_bits' default), so it is stored: the wri
 path, one round trip. With --clients N, N processes (each its own RedisIndex, its own
 mirror) check at once, each from --threads T threads sharing its index (as the Scrapy
 glue's worker threads do): "checks/s" is per client, "all clients/s" their sum.
-"redis us" is the time Redis spends in the script per check (INFO commandstats).
+"redis us" is the time Redis spends in the script per check (INFO commandstats);
+"client cpu us" the CPU time a client process spends per check (its own work, the
+mirror's probe, and the kernel's for the socket).
 
 Without --url it starts a throwaway redis-server as the tests do (tests/redis_server.py).
-Memory is INFO memory's used_memory after minus before loading, once with ~50-byte
-URLs as keys ("bytes/fp") and once with empty keys ("no-URL bytes/fp");
+Memory is INFO memory's used_memory after minus before loading, with each shape of
+key in turn: ~54-byte URLs ("bytes/fp": https://www.example.com/section-45/article/204567.html),
+the same without "www." ("no-www B/fp"), ~100-byte URLs with none of the pieces the
+key coding shortens but the scheme ("long-URL B/fp", see long_url) and empty keys
+("no-URL B/fp");
 "mirror bytes/fp" is the RAM each client's local copy takes. "reopen s": opening
 the index (reading the log into the mirror).
 """
@@ -25,6 +30,7 @@ import argparse
 import multiprocessing
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -49,11 +55,31 @@ def random_wildcards(count: int, bits: int, seed: int) -> list[int]:
     return [sum(1 << int(b) for b in chosen) for chosen in positions]
 
 
+def url_without_www(i: int) -> str:
+    return url(i).replace("https://www.", "https://", 1)
+
+
+def long_url(i: int) -> str:
+    """~100 bytes, like a news article's URL (a path of date and headline words)."""
+    return (f"https://news.example-site.co.uk/world/europe/{2000 + i % 25}/{i % 12 + 1:02d}/"
+            f"{i % 28 + 1:02d}/a-long-headline-slug-of-some-ten-words-{i}")
+
+
+def no_key(i: int) -> str:
+    return ""
+
+
+# Column name -> the key of entry i; the first is the one the checks run against.
+_KEY_SHAPES: dict[str, Callable[[int], str]] = {
+    "bytes/fp": url, "no-www B/fp": url_without_www, "long-URL B/fp": long_url, "no-URL B/fp": no_key,
+}
+
+
 def used_memory(client: redis.Redis) -> int:
     return int(client.info("memory")["used_memory"])
 
 
-def load(redis_url: str, namespace: str, size: int, with_urls: bool) -> tuple[float, int]:
+def load(redis_url: str, namespace: str, size: int, key: Callable[[int], str]) -> tuple[float, int]:
     """Seconds to add *size* entries (add_many) and the bytes Redis' memory grew by."""
     client = redis.Redis.from_url(redis_url)
     before = used_memory(client)
@@ -62,8 +88,7 @@ def load(redis_url: str, namespace: str, size: int, with_urls: bool) -> tuple[fl
     with RedisIndex(redis_url, expected_size=size, namespace=namespace) as index:
         for start in range(0, size, _LOAD_CHUNK):
             chunk = fingerprints[start : start + _LOAD_CHUNK]
-            keys = map(url, range(start, start + len(chunk))) if with_urls else [""] * len(chunk)
-            index.add_many(zip(chunk, keys))
+            index.add_many(zip(chunk, map(key, range(start, start + len(chunk)))))
     seconds = time.perf_counter() - started
     grown = used_memory(client) - before
     client.close()
@@ -88,12 +113,12 @@ def client_process(redis_url: str, size: int, wildcard_bits: int, seed: int, thr
     sharing the index (as the Scrapy glue's worker threads do)."""
     with RedisIndex(redis_url, expected_size=size, namespace="bench") as index:
         start.wait()  # type: ignore[attr-defined]  # a Barrier
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         with ThreadPoolExecutor(threads) as pool:
             parts = pool.map(lambda n: check_latencies(index, wildcard_bits, seed * 100 + n, _PROBES // threads),
                              range(threads))
             latencies = np.concatenate(list(parts))
-        results.put((began, time.perf_counter(), latencies))
+        results.put((began, time.perf_counter(), latencies, time.process_time() - cpu))
 
 
 def run_clients(redis_url: str, size: int, clients: int, threads: int, wildcard_bits: int,
@@ -113,16 +138,17 @@ def run_clients(redis_url: str, size: int, clients: int, threads: int, wildcard_
         stats = client.info("commandstats").get("cmdstat_evalsha", {})
     for worker in workers:
         worker.join()
-    latencies = np.concatenate([lat for _, _, lat in outcomes])
-    wall = max(end for _, end, _ in outcomes) - min(began for began, _, _ in outcomes)
+    latencies = np.concatenate([lat for _, _, lat, _ in outcomes])
+    wall = max(end for _, end, _, _ in outcomes) - min(began for began, _, _, _ in outcomes)
     return {
         "clients x threads": f"{clients} x {threads}",
         "wildcard bits": str(wildcard_bits),
-        "checks/s": f"{np.mean([len(lat) / (end - began) for began, end, lat in outcomes]):,.0f}",
+        "checks/s": f"{np.mean([len(lat) / (end - began) for began, end, lat, _ in outcomes]):,.0f}",
         "p50 us": f"{np.percentile(latencies, 50) * 1e6:.0f}",
         "p99 us": f"{np.percentile(latencies, 99) * 1e6:.0f}",
         "all clients/s": f"{len(latencies) / wall:,.0f}",
         "redis us": f"{float(stats.get('usec_per_call', 0.0)):.0f}",
+        "client cpu us": f"{sum(cpu for *_, cpu in outcomes) / len(latencies) * 1e6:.0f}",
     }
 
 
@@ -130,10 +156,10 @@ def run(redis_url: str, size: int, wildcard_bits: list[int], clients: list[int],
         threads: list[int]) -> list[dict[str, str]]:
     """One row per (clients, wildcard width), all on one index of *size* entries."""
     client = redis.Redis.from_url(redis_url)
-    client.flushdb()
-    _, bare_bytes = load(redis_url, "bare", size, with_urls=False)
-    client.flushdb()
-    load_seconds, url_bytes = load(redis_url, "bench", size, with_urls=True)
+    grown = {}
+    for column, key in reversed(_KEY_SHAPES.items()):  # the checks' shape last: it stays
+        client.flushdb()
+        load_seconds, grown[column] = load(redis_url, "bench", size, key)
     started = time.perf_counter()
     with RedisIndex(redis_url, expected_size=size, namespace="bench") as index:
         reopen_seconds = time.perf_counter() - started
@@ -143,8 +169,7 @@ def run(redis_url: str, size: int, wildcard_bits: list[int], clients: list[int],
         "size": f"{size:,}",
         "bulk adds/s": f"{size / load_seconds:,.0f}",
         "reopen s": f"{reopen_seconds:.2f}",
-        "bytes/fp": f"{url_bytes / size:.1f}",
-        "no-URL bytes/fp": f"{bare_bytes / size:.1f}",
+        **{column: f"{grown[column] / size:.1f}" for column in _KEY_SHAPES},
         "mirror bytes/fp": f"{mirror['index_bytes_per_fingerprint'] + mirror['key_bytes_per_fingerprint']:.1f}",
     }
     runs = [(n, t, bits) for n in clients for t in threads for bits in wildcard_bits]

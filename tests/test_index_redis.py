@@ -15,6 +15,7 @@ from redis_server import redis_url, shared_redis_server, start_or_skip  # noqa: 
 from scrapy_simhash.index import IndexFormatError, IndexUnavailableError, open_index  # noqa: E402
 from scrapy_simhash.index.brute import BruteForceIndex  # noqa: E402
 from scrapy_simhash.index._redis_client import safe_url  # noqa: E402
+from scrapy_simhash.index._redis_layout import CHUNK_RECORDS  # noqa: E402
 from scrapy_simhash.index.redis import RedisIndex  # noqa: E402
 
 EDGE_FINGERPRINTS = [0, 1, 2**63, 2**64 - 1, 2**63 + 1, 0x8000_0001_8000_0001, 2**53 + 1]
@@ -127,6 +128,28 @@ def test_a_namespace_of_the_bucket_layout_is_refused_with_what_to_do(redis_url: 
         RedisIndex(redis_url, namespace="old")
     with RedisIndex(redis_url, namespace="old", reset=True) as index:
         assert len(index) == 0 and index.add_if_new(1, "a") is None
+
+
+def test_a_namespace_with_keys_not_coded_is_refused_with_what_to_do(redis_url: str) -> None:
+    with redis.Redis.from_url(redis_url) as client:
+        client.hset("simhash:v2:meta", mapping={"format": "2", "signature": "", "ttl": "0"})
+    with pytest.raises(IndexFormatError, match="format '2'.*'2' their log with keys not coded.*SIMHASH_INDEX_RESET"):
+        RedisIndex(redis_url, namespace="v2")
+
+
+KEYS = ["https://www.example.com/a.html", "http://example.org/index.php?id=1", "", "item:42",
+        "\ud800 lone surrogate", "ünïcödé/日本語.htm", "https://www.", "\x00\xff"]
+
+
+def test_keys_come_back_exactly_from_every_read(redis_url: str) -> None:
+    entries = [(n * 0x9E3779B97F4A7C15 % 2**64, key) for n, key in enumerate(KEYS)]
+    with RedisIndex(redis_url) as index, RedisIndex(redis_url) as other:
+        index.add_many(entries[:4])
+        assert all(index.add_if_new(fingerprint, key) is None for fingerprint, key in entries[4:])
+        assert sorted(index.items()) == sorted(entries)
+        assert [other.query(fingerprint)[0].key for fingerprint, _ in entries] == KEYS
+        assert [matches[0].key for matches in other.query_many([fp for fp, _ in entries])] == KEYS
+        assert other.remove(entries[4][0], KEYS[4]) == 1 and len(index) == len(KEYS) - 1
 
 
 def test_settings_that_would_give_wrong_answers_are_refused(redis_url: str) -> None:
@@ -270,12 +293,12 @@ def test_two_workers_match_one_brute_force_index(redis_url: str, ops) -> None:
 
 
 def test_expired_chunks_are_skipped_when_a_worker_opens(redis_url: str) -> None:
-    entries = [(i * 0x9E3779B97F4A7C15 % 2**64, str(i)) for i in range(5000)]  # chunks 0 and 1
+    entries = [(i * 0x9E3779B97F4A7C15 % 2**64, str(i)) for i in range(CHUNK_RECORDS + 904)]  # chunks 0 and 1
     with RedisIndex(redis_url, ttl=1) as index:
         index.add_many(entries)
         time.sleep(2.5)  # chunk 0 (full) expires; chunk 1 lives on with the next record
         index.add(7, "late")
     with RedisIndex(redis_url, ttl=1) as index:
-        assert index.describe()["mirror"]["records"] == 5001 - 4096
+        assert index.describe()["mirror"]["records"] == len(entries) + 1 - CHUNK_RECORDS
         assert list(index.items()) == [(7, "late")] and len(index) == 1
         assert index.add_if_new(entries[-1][0], "again") is None

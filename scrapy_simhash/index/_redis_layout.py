@@ -15,19 +15,22 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._storage import decode_key, encode_key
+from ._redis_keys import decode_stored_key, encode_stored_key
 from .base import IndexFormatError
 
-FORMAT_VERSION = "2"
-#: Keys longer than this (UTF-8 bytes) are refused: a chunk of keys must stay under
-#: Redis' 512 MB string limit (4096 keys of 64 KiB are 256 MiB).
+# "3": keys coded (:mod:`._redis_keys`); "2" stored them as plain UTF-8.
+FORMAT_VERSION = "3"
+#: Keys longer than this (coded bytes) are refused: a chunk of keys must stay under
+#: Redis' 512 MB string limit (4094 keys of 64 KiB are 256 MiB).
 MAX_KEY_BYTES = 0xFFFF
 # Records a chunk: small enough that a TTL frees memory soon after records expire (a
 # chunk goes when its last record does) and that reading a tail touches <= 2 chunks,
 # large enough that the per-key overhead of Redis (~100 bytes, 4 keys a chunk) is
-# ~0.1 byte a record.
-CHUNK_RECORDS = 4096
-#: The key end of a record whose chunk lost strings and was blanked (_redis_lua.repair).
+# ~0.1 byte a record. Not 4096: 4094 records of 8 (fingerprints) and 4 bytes (key
+# ends, expiries) plus Redis' string header fill allocations of exactly 32 and 16 KiB,
+# where 4096 spill into jemalloc's next size classes (40 and 20 KiB): 3 bytes a record.
+CHUNK_RECORDS = 4094
+#: The key end of a record whose chunk lost strings and was blanked (``blank`` in :mod:`._redis_lua`).
 GONE = 0xFFFF_FFFF
 # The kinds of chunk strings: fingerprints, key ends, keys, expiries.
 CHUNK_KINDS = ("f", "o", "k", "e")
@@ -50,7 +53,8 @@ def check_meta(meta: dict[str, str], wanted: dict[str, str], where: str) -> None
     if meta.get("format") != FORMAT_VERSION:
         raise IndexFormatError(
             f"{where} has format {meta.get('format')!r}, this version reads format "
-            f"{FORMAT_VERSION!r} (format '1' is the bucket layout of earlier versions): "
+            f"{FORMAT_VERSION!r} (format '1' is the bucket layout of earlier versions, "
+            "'2' their log with keys not coded): "
             "start it afresh with SIMHASH_INDEX_RESET=True (import --reset), or use another namespace"
         )
     if wanted["signature"] and meta["signature"] and meta["signature"] != wanted["signature"]:
@@ -73,8 +77,8 @@ def parse_meta(reply: list[Any]) -> dict[str, str]:
 
 
 def encoded_key(key: str) -> bytes:
-    """*key* as stored (UTF-8); a clear error when it is too long for a chunk."""
-    encoded = encode_key(key)
+    """*key* as stored (coded, :mod:`._redis_keys`); a clear error when it is too long for a chunk."""
+    encoded = encode_stored_key(key)
     if len(encoded) > MAX_KEY_BYTES:
         raise ValueError(f"key is {len(encoded)} bytes, the Redis index stores at most {MAX_KEY_BYTES}")
     return encoded
@@ -134,7 +138,7 @@ class Chunk:
                 start = 0
                 continue
             if alive and self.first_seq + slot not in removed:
-                yield fingerprint, decode_key(self.keys[start:stop])
+                yield fingerprint, decode_stored_key(self.keys[start:stop])
             start = stop
 
 

@@ -5,7 +5,7 @@ A namespace is an append-only log; every key starts with its prefix ``P``:
 * record ``s`` (its sequence number) lives in chunk ``c = s // C`` (``C`` records a
   chunk, from the meta hash) at slot ``i = s % C``, spread over parallel strings:
   ``P:f<c>`` its fingerprint (8 bytes big-endian, slot ``i`` at byte ``8i``),
-  ``P:k<c>`` the keys (UTF-8, concatenated), ``P:o<c>`` where each key ends in
+  ``P:k<c>`` the keys (coded by :mod:`._redis_keys`, concatenated), ``P:o<c>`` where each key ends in
   ``P:k<c>`` (4 bytes big-endian), and with a TTL ``P:e<c>`` its expiry (4 bytes,
   Unix seconds by the Redis clock; each chunk key expires with its last record);
 * ``P:n`` the number of records ever appended; ``P:x`` the removed records, as 8-byte

@@ -17,7 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ._redis_layout import unpack_fingerprints
-from ._storage import KeyStore, decode_key
+from ._redis_keys import decode_stored_key
+from ._storage import KeyStore
 from ._tables import TableDesign
 from .base import Match
 from .memory import MemoryIndex
@@ -36,6 +37,10 @@ class _RecordIndex(MemoryIndex):
 
     def fingerprint_at(self, row: int) -> int:
         return int(self._fingerprints.values[row])
+
+    def add_record(self, fingerprint: int) -> None:
+        """Append a record: :meth:`add` without checking the fingerprint (the log's are valid)."""
+        self._append(fingerprint, "", self.design.bucket_keys(fingerprint))
 
 
 class LogMirror:
@@ -73,13 +78,14 @@ class LogMirror:
         A *start* past :attr:`position` means the records between are gone (their
         chunks expired, and chunks expire in order): the mirror starts afresh there.
         """
-        if start < self.position:
-            fingerprints = fingerprints[self.position - start :]
-        elif start > self.position:
+        position = self.position
+        if start < position:
+            fingerprints = fingerprints[position - start :]
+        elif start > position:
             self._restart_at(start)
         if len(fingerprints) < _BULK_ADD:  # a check's reply: its own record, a few others'
             for fingerprint in fingerprints:
-                self._records.add(int(fingerprint), "")
+                self._records.add_record(int(fingerprint))
         elif not len(self._records):  # a reopen: one sort
             keys = KeyStore.from_buffer(b"", np.zeros(len(fingerprints), dtype=np.uint64))
             built = _RecordIndex.from_arrays(np.asarray(fingerprints, dtype=np.uint64), keys, self._max_distance)
@@ -122,7 +128,7 @@ class LogMirror:
         matches = []
         for seq, key in found:
             stored = self._records.fingerprint_at(int(seq) - self.first_seq)
-            matches.append(Match(decode_key(key), stored, (stored ^ fingerprint).bit_count()))
+            matches.append(Match(decode_stored_key(key), stored, (stored ^ fingerprint).bit_count()))
         return sorted(matches, key=lambda m: (m.distance, m.key, m.fingerprint))
 
     def describe(self) -> dict[str, Any]:

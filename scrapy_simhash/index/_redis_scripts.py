@@ -2,11 +2,14 @@
 
 The scripts run on connections this object holds (taken once from the client's pool):
 ``EVALSHA`` sent and read directly costs ~45 us a call where redis-py's command path
-(pool, retries, observability hooks) costs ~110 us, more than the script itself.
+(pool, retries, observability hooks) costs ~110 us, more than the script itself. The
+part of a call that is the same every time (script, keys, the namespace's meta) is
+put in Redis' wire format (RESP) once, at :meth:`LogScripts.adopt`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import redis
@@ -28,6 +31,8 @@ class LogScripts:
                          for source in (CHECK, ADD, SYNC, REMOVE, KEYS_OF, ENSURE_META)}
         self._pool = client.connection_pool
         self._idle: list[Connection] = []  # list.pop and append are atomic: thread-safe
+        # source -> (arguments, their RESP): EVALSHA, sha, keys, epoch, prefix, chunk size, TTL
+        self._heads: dict[str, tuple[int, bytes]] = {}
         self.epoch = self.signature = ""
         self.chunk_records = 0
         self.ttl: int | None = None
@@ -42,38 +47,56 @@ class LogScripts:
         self.signature = meta["signature"]  # the first worker's fingerprint options
         self.chunk_records = int(meta["chunk_records"])
         self.epoch = meta["epoch"]
+        keys = self._names.script_keys
+        common = [*keys, self.epoch, self._names.prefix, self.chunk_records, int(self.ttl or 0)]
+        self._heads = {source: (3 + len(common), resp(["EVALSHA", script.sha, len(keys), *common]))
+                       for source, script in self._scripts.items()}
 
     def call(self, source: str, args: list[Any]) -> list[Any] | None:
         """Run a log script; ``None`` when the namespace is not the adopted one any more
         (reset, or lost in a restart: adopt it again)."""
-        common: list[Any] = [self.epoch, self._names.prefix, self.chunk_records, int(self.ttl or 0)]
+        count, head = self._heads[source]
+        command = b"*%d\r\n%b%b" % (count + len(args), head, resp(args))
         try:
-            reply = self._evalsha(source, [*self._names.script_keys, *common, *args])
+            reply = self._evalsha(source, command)
         except redis.ResponseError as exc:
             if not is_no_meta(exc):
                 raise
             return None
         return None if reply_text(reply[0]) == "reload" else list(reply)
 
-    def _evalsha(self, source: str, keys_and_args: list[Any]) -> Any:
+    def _evalsha(self, source: str, command: bytes) -> Any:
         connection = self._idle.pop() if self._idle else self._pool.get_connection()
         try:
-            return self._run(connection, source, keys_and_args)
+            return self._run(connection, source, command)
         finally:
             self._idle.append(connection)
 
-    def _run(self, connection: Connection, source: str, keys_and_args: list[Any]) -> Any:
-        """EVALSHA, loading the script if Redis lost it; once more on a fresh connection
-        if this one broke (as the client's own retry does; not after a timeout: the
-        script may have run)."""
-        sha = self._scripts[source].sha
+    def _run(self, connection: Connection, source: str, command: bytes) -> Any:
+        """Send the packed EVALSHA *command*, loading the script if Redis lost it; once
+        more on a fresh connection if this one broke (as the client's own retry does;
+        not after a timeout: the script may have run)."""
         try:
-            connection.send_command("EVALSHA", sha, 3, *keys_and_args)
+            connection.send_packed_command([command])
             return connection.read_response()
         except redis.exceptions.NoScriptError:
             connection.send_command("SCRIPT", "LOAD", source)
             connection.read_response()
         except redis.ConnectionError:
             connection.disconnect()
-        connection.send_command("EVALSHA", sha, 3, *keys_and_args)
+        connection.send_packed_command([command])
         return connection.read_response()
+
+
+def resp(args: Iterable[Any]) -> bytes:
+    """Arguments of a command in Redis' wire format (RESP), as redis-py encodes them:
+    bytes as they are, anything else as its ``str`` in UTF-8.
+
+    >>> resp(["GET", b"k", 3])
+    b'$3\\r\\nGET\\r\\n$1\\r\\nk\\r\\n$1\\r\\n3\\r\\n'
+    """
+    parts = []
+    for arg in args:
+        data = arg if isinstance(arg, bytes) else str(arg).encode()
+        parts.append(b"$%d\r\n%b\r\n" % (len(data), data))
+    return b"".join(parts)

@@ -9,7 +9,7 @@ moment, exactly one keeps its page.
 
 TTL (*ttl* seconds, fixed when a namespace is created): a record stops matching ``ttl``
 seconds after it was stored (Redis' clock, to the second), so a near-duplicate is admitted
-again; Redis frees records 4096 at a time, when the last of a chunk has expired.
+again; Redis frees records 4094 at a time, when the last of a chunk has expired.
 
 Failures: an unreachable Redis raises :class:`IndexUnavailableError` (the Scrapy
 glue applies ``SIMHASH_ON_INDEX_ERROR``); every call reconnects by itself, and a
@@ -21,20 +21,19 @@ from __future__ import annotations
 import threading
 from functools import partial
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 from urllib.parse import quote
 
 import redis
 
 from ..core.fingerprint import check_fingerprint
-from ._redis_client import connect, safe_url, unavailable_as_index_error
+from ._redis_client import UnavailableAsIndexError, connect, safe_url
+from ._redis_keys import encode_stored_key
 from ._redis_layout import Names, encoded_key, new_meta, pack, reply_text, unpack_fingerprints
 from ._redis_lua import ADD, CHECK, KEYS_OF, REMOVE, SYNC
 from ._redis_mirror import LogMirror
 from ._redis_reader import LogReader
 from ._redis_scripts import LogScripts
-from ._storage import encode_key
 from .base import IndexUnavailableError, Match, SimhashIndex
 
 # Longest tail of unseen records the check script scans (~1 us each in Lua); a
@@ -75,9 +74,10 @@ class RedisIndex(SimhashIndex):
         self._mirror = LogMirror(max_distance, expected_size)
         self._reader = LogReader(self._client, self._names)
         self._lock = threading.RLock()  # the glue calls from several threads; the mirror is not safe
+        self._unavailable = UnavailableAsIndexError(url)
         try:
             if reset:
-                with self._unavailable():
+                with self._unavailable:
                     self._reader.delete_namespace()
             self._retrying(self._reload)
         except BaseException:
@@ -126,7 +126,7 @@ class RedisIndex(SimhashIndex):
 
     def remove(self, fingerprint: int, key: str | None = None) -> int:
         fingerprint = check_fingerprint(fingerprint)
-        args = [pack(fingerprint), "0" if key is None else "1", b"" if key is None else encode_key(key)]
+        args = [pack(fingerprint), "0" if key is None else "1", b"" if key is None else encode_stored_key(key)]
 
         def attempt() -> int:
             mirror = self._mirror
@@ -138,11 +138,11 @@ class RedisIndex(SimhashIndex):
         return self._retrying(attempt)
 
     def __len__(self) -> int:
-        with self._unavailable():
+        with self._unavailable:
             return self._reader.count(self.ttl is not None, self._scripts.chunk_records)
 
     def items(self) -> Iterator[tuple[int, str]]:
-        with self._unavailable():
+        with self._unavailable:
             yield from self._reader.entries(self._scripts.chunk_records, self.ttl is not None)
 
     def describe(self) -> dict[str, Any]:
@@ -180,7 +180,8 @@ class RedisIndex(SimhashIndex):
                 mirror.extend(position, [*records, fingerprint] if stored else records)
                 if reply[3]:
                     mirror.add_tombstones(tombstones, unpack_fingerprints(reply[3]))
-                return mirror.matches(fingerprint, list(zip(reply[4::2], reply[5::2])))
+                found = list(zip(reply[4::2], reply[5::2]))
+                return mirror.matches(fingerprint, found) if found else []
 
         return self._retrying(attempt, locked=False)
 
@@ -223,7 +224,7 @@ class RedisIndex(SimhashIndex):
         return reply
 
     def _retrying(self, attempt: Callable[[], _T], locked: bool = True) -> _T:
-        with self._unavailable():
+        with self._unavailable:
             for _ in range(_ATTEMPTS):
                 try:
                     if not locked:
@@ -240,9 +241,6 @@ class RedisIndex(SimhashIndex):
             self._scripts.adopt()
             self._mirror.reset()
             self._catch_up()
-
-    def _unavailable(self) -> AbstractContextManager[None]:
-        return unavailable_as_index_error(self.url)
 
 
 class _Retry(Exception):
