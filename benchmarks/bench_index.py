@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from scrapy_simhash.core.fingerprinter import FingerprintOptions
 from scrapy_simhash.index._storage import KeyStore
 from scrapy_simhash.index._tables import make_design
 from scrapy_simhash.index.brute import BruteForceIndex
@@ -47,8 +48,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--calibrate", action="store_true", help="fit the probe cost model at the last size"
     )
-    parser.add_argument("--wildcard-bits", type=int, default=12, metavar="M",
-                        help="also time checks that ignore M random bits, as SIMHASH_WILDCARD_BITS (0: no)")
+    parser.add_argument("--wildcard-bits", type=int, default=FingerprintOptions().wildcard_bits, metavar="M",
+                        help="also time checks that ignore M random bits, as SIMHASH_WILDCARD_BITS "
+                        "(default: its default, %(default)s; 0: no)")
     args = parser.parse_args()
     args.sizes = [100_000] if args.quick else [int(s) for s in args.sizes.split(",")]
     return args
