@@ -1,12 +1,12 @@
 """Redis index: check-and-insert/s per client (p50/p99), Redis time, reopen, bytes per fingerprint.
 
-    python benchmarks/bench_redis.py                 # 1M fingerprints, wildcard bits 12 and 0
+    python benchmarks/bench_redis.py                 # 1M fingerprints, wildcard bits 14 and 0
     python benchmarks/bench_redis.py --quick         # 100k
     python benchmarks/bench_redis.py --sizes 100000 1000000 --clients 1 4 --threads 1 4
     python benchmarks/bench_redis.py --url redis://127.0.0.1:6379/15   # an existing server (flushes that db)
 
 Each check is ``add_if_new`` of a new page whose mask has --wildcard-bits random
-bits (12 is FingerprintOptions.wildcard_bits' default), so it is stored: the write
+bits, spread as a page's are (default: FingerprintOptions.wildcard_bits'), so it is stored: the write
 path, one round trip. With --clients N, N processes (each its own RedisIndex, its own
 mirror) check at once, each from --threads T threads sharing its index (as the Scrapy
 glue's worker threads do): "checks/s" is per client, "all clients/s" their sum.
@@ -38,6 +38,8 @@ import numpy as np
 import redis
 
 from bench_disk import print_table, random_fingerprints, url  # sibling
+from scrapy_simhash.core.fingerprint import weakest_bits
+from scrapy_simhash.core.fingerprinter import FingerprintOptions
 from scrapy_simhash.index.redis import RedisIndex
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -45,14 +47,13 @@ from redis_server import RedisServer, find_redis_server  # noqa: E402
 
 _PROBES = 10_000
 _LOAD_CHUNK = 10_000
-_WILDCARD_BITS = (12, 0)  # FingerprintOptions.wildcard_bits' default, and none
+_WILDCARD_BITS = (FingerprintOptions().wildcard_bits, 0)  # the default, and none
 
 
 def random_wildcards(count: int, bits: int, seed: int) -> list[int]:
-    """*count* masks of *bits* random bit positions each (like a page's weakest bits)."""
+    """*count* masks of *bits* bits each, chosen as a page's are (the weakest of random margins)."""
     rng = np.random.default_rng(seed)
-    positions = (rng.choice(64, size=bits, replace=False) for _ in range(count))
-    return [sum(1 << int(b) for b in chosen) for chosen in positions]
+    return [weakest_bits(rng.random(64), bits) for _ in range(count)]
 
 
 def url_without_www(i: int) -> str:
@@ -183,7 +184,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", help="sizes to measure (default: 1M)")
     parser.add_argument("--url", help="an existing Redis database to use (it is flushed)")
     parser.add_argument("--wildcard-bits", type=int, nargs="*", default=list(_WILDCARD_BITS),
-                        help="wildcard bits per check, 0-32 (default: 12 0); one row each")
+                        help="wildcard bits per check, 0-32 (default: %(default)s); one row each")
     parser.add_argument("--clients", type=int, nargs="*", default=[1],
                         help="client processes checking at once (default: 1); one row each")
     parser.add_argument("--threads", type=int, nargs="*", default=[1],

@@ -11,6 +11,7 @@ from scrapy_simhash.core.fingerprint import (
     hamming_distance,
     simhash,
     to_hex,
+    weakest_bits,
 )
 
 fingerprints = st.integers(min_value=0, max_value=2**64 - 1)
@@ -68,3 +69,18 @@ def test_from_hex_rejects_bad_text(bad: str) -> None:
 def test_check_fingerprint(bad: object, error: type[Exception]) -> None:
     with pytest.raises(error):
         check_fingerprint(bad)  # type: ignore[arg-type]
+
+
+@given(st.lists(st.floats(-100, 100), min_size=64, max_size=64), st.integers(0, 32))
+def test_weakest_bits_are_spread_over_the_quarters(margins: list[float], count: int) -> None:
+    mask = weakest_bits(np.array(margins), count)
+    chosen = [bit for bit in range(64) if mask >> bit & 1]
+    assert len(chosen) == count
+    per_quarter = -(-count // 4)
+    taken = [sum(1 for bit in chosen if bit // 16 == quarter) for quarter in range(4)]
+    assert max(taken) <= per_quarter
+    # Within that rule the weakest win: an unchosen bit in a quarter with room is no weaker.
+    weakest_chosen = max((abs(margins[bit]) for bit in chosen), default=0.0)
+    for bit in set(range(64)) - set(chosen):
+        if taken[bit // 16] < per_quarter:
+            assert abs(margins[bit]) >= weakest_chosen
