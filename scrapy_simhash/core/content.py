@@ -8,9 +8,9 @@ the thousands of inline ``<span>`` of a code listing):
 2. *Locate* the main content by text density (:func:`main_container`): from
    ``<body>`` (or the page's only ``<main>``/``<article>``), descend into the child
    holding most of the page's *prose*, text not inside links, so navigation lists
-   weigh nothing. Headings and paragraphs passed on the way down are kept (an article's title
-   and lead), and the descent never enters a paragraph or a code listing: those
-   are parts of an article, not its container.
+   weigh nothing. Headings and paragraphs passed on the way down are kept (an
+   article's title and lead), and the descent never enters a paragraph or a code
+   listing: those are parts of an article, not its container.
 3. *Split* it into text blocks at block-level elements, and drop the blocks that
    are mostly link text (link lists), unless the whole page is links (a table of
    contents), and the credit and legal lines (:func:`.boilerplate.is_credit_line`).
@@ -45,8 +45,10 @@ _WINNER_SHARE, _WINNER_MARGIN = 0.6, 3.0
 #: posts), not for an article's hundred paragraphs.
 _MAX_CONTESTANTS = 16
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+#: Kept when the descent leaves them behind (an article's title and lead)...
 _KEPT_SIBLINGS = _HEADINGS | {"p"}
-_TEXT_BLOCKS = _HEADINGS | {"p", "pre", "blockquote"}
+#: ...and never descended into (with a wrapper of exactly one of them).
+_TEXT_BLOCKS = _KEPT_SIBLINGS | {"pre", "blockquote"}
 #: Blocks whose text is mostly link text are navigation, not prose.
 _MAX_LINK_DENSITY = 0.5
 #: Below this share of prose the page is a list of links (an index, a table of contents).
@@ -122,7 +124,7 @@ def main_container(
             break
         # The headings and paragraphs left behind stay: the title of an article whose
         # biggest section won, its lead paragraph.
-        left_behind += [child for child in container if child.tag in _KEPT_SIBLINGS and child is not found[0]]
+        left_behind += [child for child in container if child.tag in _KEPT_SIBLINGS]
         container, held = found
     return container, left_behind
 
