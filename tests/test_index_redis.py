@@ -161,10 +161,12 @@ def test_settings_that_would_give_wrong_answers_are_refused(redis_url: str) -> N
 
 
 def test_ttl_readmits_a_page_after_expiry(redis_url: str) -> None:
-    with RedisIndex(redis_url, ttl=1) as index:
+    # Expiry is to the second: a record stored at second S stops counting at S + ttl, which
+    # may come a moment later with ttl=1; with ttl=2 every step has a second to spare.
+    with RedisIndex(redis_url, ttl=2) as index:
         assert index.add_if_new(0xFF, "first") is None
         assert index.add_if_new(0xFE, "near").key == "first"
-        time.sleep(2.1)  # past the expiry second, by the Redis clock
+        time.sleep(3.1)  # past the expiry second, by the Redis clock
         assert index.query(0xFF) == []
         assert index.add_if_new(0xFE, "again") is None
         assert list(index.items()) == [(0xFE, "again")]
@@ -294,11 +296,11 @@ def test_two_workers_match_one_brute_force_index(redis_url: str, ops) -> None:
 
 def test_expired_chunks_are_skipped_when_a_worker_opens(redis_url: str) -> None:
     entries = [(i * 0x9E3779B97F4A7C15 % 2**64, str(i)) for i in range(CHUNK_RECORDS + 904)]  # chunks 0 and 1
-    with RedisIndex(redis_url, ttl=1) as index:
+    with RedisIndex(redis_url, ttl=2) as index:  # ttl=2: see test_ttl_readmits_a_page_after_expiry
         index.add_many(entries)
-        time.sleep(2.5)  # chunk 0 (full) expires; chunk 1 lives on with the next record
+        time.sleep(3.2)  # chunk 0 (full) expires; chunk 1 lives on with the next record
         index.add(7, "late")
-    with RedisIndex(redis_url, ttl=1) as index:
+    with RedisIndex(redis_url, ttl=2) as index:
         assert index.describe()["mirror"]["records"] == len(entries) + 1 - CHUNK_RECORDS
         assert list(index.items()) == [(7, "late")] and len(index) == 1
         assert index.add_if_new(entries[-1][0], "again") is None
