@@ -50,7 +50,7 @@ def parse_args() -> argparse.Namespace:
         "--calibrate", action="store_true", help="fit the probe cost model at the last size"
     )
     parser.add_argument("--wildcard-bits", type=int, default=FingerprintOptions().wildcard_bits, metavar="M",
-                        help="also time checks that ignore M random bits, as SIMHASH_WILDCARD_BITS "
+                        help="also time checks that ignore M bits drawn as a page's are, as SIMHASH_WILDCARD_BITS "
                         "(default: its default, %(default)s; 0: no)")
     args = parser.parse_args()
     args.sizes = [100_000] if args.quick else [int(s) for s in args.sizes.split(",")]

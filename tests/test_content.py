@@ -87,10 +87,32 @@ def test_paragraphs_beside_a_long_code_listing_stay() -> None:
     code = "\n".join(f"    call_{n}(argument_{n})  # step {n} of the example" for n in range(30))
     html = (
         "<body><div id='area'><h1>Err function</h1><p>Returns the code of the last error.</p>"
-        f"<h2>Syntax</h2><p>Err</p><h2>Example</h2><div class='code'><pre>{code}</pre></div></div></body>"
+        "<h2>Parameters</h2><ul><li>none: it reads the state of the program</li></ul>"
+        f"<h2>Example</h2><div class='code'><pre>{code}</pre></div></div></body>"
     )
     extracted = _extract(html)
     assert "Returns the code of the last error." in extracted and "step 29 of the example" in extracted
+    assert "it reads the state of the program" in extracted  # not a <p>: kept as the listing's sibling
+
+
+def test_an_article_of_one_paragraph_is_entered_past_its_sidebar() -> None:
+    html = (
+        "<body><div class='col'><p>About this site: notes on cooking, written since 2009.</p></div>"
+        f"<div id='c'><p>{ARTICLE}</p></div></body>"
+    )
+    extracted = _extract(html)
+    assert "sentence 39 of the article body" in extracted and "About this site" not in extracted
+
+
+def test_paragraphs_after_the_chosen_post_are_left_out() -> None:
+    html = (
+        f"<body><div class='thread'><h1>How do I fix my bike chain?</h1><div><p>{ARTICLE}</p>"
+        "<p>and a second paragraph of the first post</p></div>"
+        "<p>Reply: me too, same problem here</p><p>Reply: try a new chain</p></div></body>"
+    )
+    extracted = _extract(html)
+    assert "How do I fix my bike chain?" in extracted and "second paragraph" in extracted
+    assert "Reply:" not in extracted
 
 
 def test_the_descent_never_enters_a_paragraph() -> None:
@@ -119,11 +141,14 @@ def test_credit_and_legal_lines_are_left_out(line: str) -> None:
 
 
 def test_text_about_copyright_is_content() -> None:
+    long_note = "来源：" + "本段讨论软件包的来源与签名。" * 15  # a paragraph, not a credit line
+    interview = "记者：您如何看待今年的经济形势？它对普通家庭的生活又有哪些具体的影响？"
     extracted = _extract(
         f"<body><article><p>{ARTICLE}</p><p>Copyright law differs between countries.</p>"
-        f"<p>来源不明的软件包不应安装。</p></article></body>"
+        f"<p>来源不明的软件包不应安装。</p><p>{long_note}</p><p>{interview}</p></article></body>"
     )
     assert "Copyright law differs" in extracted and "来源不明" in extracted
+    assert long_note in extracted and interview in extracted
 
 
 def test_page_without_body_or_text() -> None:

@@ -79,8 +79,10 @@ def test_weakest_bits_are_spread_over_the_quarters(margins: list[float], count: 
     per_quarter = -(-count // 4)
     taken = [sum(1 for bit in chosen if bit // 16 == quarter) for quarter in range(4)]
     assert max(taken) <= per_quarter
-    # Within that rule the weakest win: an unchosen bit in a quarter with room is no weaker.
+    # Within that rule the weakest win: an unchosen bit in a quarter with room is no weaker
+    # than any chosen bit, and within a quarter no weaker than that quarter's chosen bits.
     weakest_chosen = max((abs(margins[bit]) for bit in chosen), default=0.0)
     for bit in set(range(64)) - set(chosen):
         if taken[bit // 16] < per_quarter:
             assert abs(margins[bit]) >= weakest_chosen
+        assert all(abs(margins[bit]) >= abs(margins[other]) for other in chosen if other // 16 == bit // 16)

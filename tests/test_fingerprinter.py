@@ -70,7 +70,17 @@ def test_a_custom_extractor_can_be_plugged() -> None:
 
 
 @pytest.mark.parametrize(
-    "options", [{"shingle_size": 0}, {"min_tokens": 0}, {"segmenter": "nope"}, {"weighting": "idf"}]
+    "options",
+    [
+        {"shingle_size": 0},
+        {"min_tokens": 0},
+        {"segmenter": "nope"},
+        {"weighting": "idf"},
+        {"max_weight": 0},
+        {"max_weight": "8"},
+        {"max_weight": True},
+        {"max_weight": 10**400},
+    ],
 )
 def test_bad_options_fail_fast(options: dict[str, object]) -> None:
     with pytest.raises(ValueError):
@@ -82,8 +92,19 @@ def test_signature_names_what_changes_fingerprints() -> None:
     assert default.signature() == FingerprintOptions(segmenter="char").signature()
     assert FingerprintOptions(segmenter="jieba").signature() == FingerprintOptions(segmenter="rjieba").signature()
     assert default.signature() != FingerprintOptions(shingle_size=2).signature()
+    assert default.signature() != FingerprintOptions(max_weight=float("inf")).signature()
+    assert default.signature() == FingerprintOptions(max_weight=8).signature()  # 8 is 8.0
     assert "secret" not in FingerprintOptions(hash_key=b"secret").signature()
     # two keys make unrelated fingerprints: their stores must not mix
     keyed = {FingerprintOptions(hash_key=key).signature() for key in (b"secret", b"other", b"")}
     assert len(keyed) == 3
     assert FingerprintOptions(hash_key=b"secret").signature() == FingerprintOptions(hash_key=b"secret").signature()
+
+
+def test_the_weight_cap_reaches_the_features() -> None:
+    # One phrase all over the page outvotes the rest unless its weight is capped.
+    body = "package manager " * 200 + " ".join(f"word{n} and more{n}" for n in range(60))
+    html = f"<html><body><article><p>{body}</p></article></body></html>"
+    capped = Fingerprinter().from_html(html).fingerprint
+    uncapped = Fingerprinter(FingerprintOptions(max_weight=float("inf"))).from_html(html).fingerprint
+    assert capped is not None and uncapped is not None and capped != uncapped

@@ -52,15 +52,19 @@ _MAX_PRUNED_SHARE = 0.8
 # another source), so they differ between copies of one article. Chinese sites write
 # 责任编辑 "editor in charge", 免责声明 "disclaimer", 来源 "source", 原标题 "original title".
 _CREDIT_LINE = re.compile(
-    r"\s*[(\[（【]?\s*(?:"
+    r"[(\[（【]?\s*(?:"
     r"责任编辑|免责声明|版权声明|版权所有|"
-    r"(?:编辑|作者|记者|来源|本文来源|文章来源|原标题|原文链接|出处|转载)\s*[:：]|"
-    r"copyright\s*(?:©|\(c\)|\d{4}|by\b)|©|all rights reserved|disclaimer\s*:|posted by\b|written by\b"
+    r"(?:来源|本文来源|文章来源|原标题|原文链接|出处|转载)\s*[:：]|"
+    r"copyright\s*(?:©|\(c\)|\d{4}|by\b)|©|all rights reserved|disclaimer\s*[:：]"
     r")",
     re.IGNORECASE,
 )
+# ...and a name line: only short, since an interview's questions start with 记者:
+# ("reporter:") and a manual's entries with 编辑: ("edit:").
+_NAME_LINE = re.compile(r"[(\[（【]?\s*(?:(?:编辑|作者|记者)\s*[:：]|posted by\b|written by\b)", re.IGNORECASE)
 #: Longer blocks starting that way are content (a paragraph about copyright law).
 _MAX_CREDIT_LINE = 160
+_MAX_NAME_LINE = 32
 #: Verdicts on containers by their attributes, kept across pages (~300 bytes each).
 _VERDICTS: dict[tuple[tuple[str, str], ...], bool] = {}
 _MAX_VERDICTS = 4096
@@ -127,8 +131,17 @@ def is_credit_line(block: str) -> bool:
     (True, True)
     >>> is_credit_line("Copyright law differs between countries.")
     False
+    >>> is_credit_line("记者：您如何看待今年的经济形势？它对普通家庭的生活又有哪些具体的影响？")
+    False
     """
-    return len(block) <= _MAX_CREDIT_LINE and _CREDIT_LINE.match(block) is not None
+    # Stripped first: the patterns must not start with \s*, which would try every
+    # split of an indented block's leading spaces (quadratic).
+    block = block.lstrip()
+    if len(block) > _MAX_CREDIT_LINE:
+        return False
+    if _CREDIT_LINE.match(block) is not None:
+        return True
+    return len(block) <= _MAX_NAME_LINE and _NAME_LINE.match(block) is not None
 
 
 def prune_boilerplate(body: etree._Element) -> None:

@@ -8,7 +8,7 @@ the thousands of inline ``<span>`` of a code listing):
 2. *Locate* the main content by text density (:func:`main_container`): from
    ``<body>`` (or the page's only ``<main>``/``<article>``), descend into the child
    holding most of the page's *prose*, text not inside links, so navigation lists
-   weigh nothing. Headings and paragraphs passed on the way down are kept (an
+   weigh nothing. Headings and paragraphs before the chosen child are kept (an
    article's title and lead), and the descent never enters a paragraph or a code
    listing: those are parts of an article, not its container.
 3. *Split* it into text blocks at block-level elements, and drop the blocks that
@@ -47,7 +47,7 @@ _MAX_CONTESTANTS = 16
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 #: Kept when the descent leaves them behind (an article's title and lead)...
 _KEPT_SIBLINGS = _HEADINGS | {"p"}
-#: ...and never descended into (with a wrapper of exactly one of them).
+#: ...and never descended into (nor a wrapper of exactly one <pre>).
 _TEXT_BLOCKS = _KEPT_SIBLINGS | {"pre", "blockquote"}
 #: Blocks whose text is mostly link text are navigation, not prose.
 _MAX_LINK_DENSITY = 0.5
@@ -97,9 +97,9 @@ def main_container(
     failing that, into the child holding the page's first ``<h1>`` if that child
     holds a fair share (an article outweighed by its site's sidebar); failing that,
     into a clear winner, three times the size of any sibling (a forum post above its
-    replies); never into a paragraph or a code listing. Headings and paragraphs left
-    behind on the way down are kept (the title and lead of an article whose biggest
-    section won). Return the container and those elements.
+    replies); never into a paragraph or a code listing. Headings and paragraphs before
+    the chosen child are kept (the title and lead of an article whose biggest section
+    won). Return the container and those elements.
 
     *total*, if given, must be ``measure(body, prose)`` (sizes are derived from it).
     """
@@ -122,21 +122,28 @@ def main_container(
                 total = found[1]
         if found is None or _is_text_block(found[0]):
             break
-        # The headings and paragraphs left behind stay: the title of an article whose
-        # biggest section won, its lead paragraph.
-        left_behind += [child for child in container if child.tag in _KEPT_SIBLINGS]
+        # The headings and paragraphs before the chosen child stay: the title of an article
+        # whose biggest section won, its lead. (Those after it: replies, "last modified".)
+        for child in container:
+            if child is found[0]:
+                break
+            if child.tag in _KEPT_SIBLINGS:
+                left_behind.append(child)
         container, held = found
     return container, left_behind
 
 
 def _is_text_block(element: etree._Element) -> bool:
-    # A paragraph or a code listing (or a wrapper of one) is a part of the content,
+    # A paragraph or a code listing (or a wrapper of one listing) is a part of the content,
     # never its container: descending into it would leave the rest of the article behind.
-    while element.tag not in _TEXT_BLOCKS:
-        if len(element) != 1:
-            return False
+    # (A wrapper of one paragraph may be the article: <div id="content"><p>...</p></div>.)
+    if element.tag in _TEXT_BLOCKS:
+        return True
+    while len(element) == 1:
         element = element[0]
-    return True
+        if element.tag == "pre":
+            return True
+    return False
 
 
 def _semantic_start(

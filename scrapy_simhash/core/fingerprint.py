@@ -70,7 +70,7 @@ def weakest_bits(margins: npt.NDArray[np.floating], count: int) -> int:
     query may then ignore (the ``wildcard`` of :meth:`SimhashIndex.query`). Why the
     quarters: for k = 3 the index's tables are keyed on them (Manku et al.'s four
     16-bit blocks), and a query visits ``2**w`` buckets of a table with w wildcard bits
-    in its key. Spread evenly, 14 bits cost 48 bucket visits; left where they fall,
+    in its key. Spread so, 14 bits cost 48-52 bucket visits; left where they fall,
     about 90 on average, and detection measured the same (README, "Choosing k").
 
     >>> import numpy as np

@@ -65,6 +65,13 @@ class FingerprintOptions:
             raise ValueError(f"min_tokens must be at least 1, not {self.min_tokens}")
         if self.segmenter not in segment.SEGMENTERS:
             raise ValueError(f"segmenter must be one of {segment.SEGMENTERS}, not {self.segmenter!r}")
+        # A float, so that 8 and 8.0 sign alike (a stored index compares signatures).
+        if isinstance(self.max_weight, bool) or not isinstance(self.max_weight, (int, float)):
+            raise ValueError(f"max_weight must be a number, not {self.max_weight!r}")
+        try:
+            object.__setattr__(self, "max_weight", float(self.max_weight))
+        except OverflowError:
+            raise ValueError(f"max_weight is too large: {self.max_weight}") from None
         if not self.max_weight > 0:  # also refuses nan
             raise ValueError(f"max_weight must be positive, not {self.max_weight}")
         if not 0 <= self.wildcard_bits <= 32:

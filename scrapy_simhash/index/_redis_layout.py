@@ -80,7 +80,7 @@ def encoded_key(key: str) -> bytes:
     """*key* as stored (coded, :mod:`._redis_keys`); a clear error when it is too long for a chunk."""
     encoded = encode_stored_key(key)
     if len(encoded) > MAX_KEY_BYTES:
-        raise ValueError(f"key is {len(encoded)} bytes, the Redis index stores at most {MAX_KEY_BYTES}")
+        raise ValueError(f"key is {len(encoded)} bytes once coded, the Redis index stores at most {MAX_KEY_BYTES}")
     return encoded
 
 
