@@ -19,6 +19,7 @@ from collections import Counter, defaultdict
 from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .core.fingerprint import hamming_distance
 from .index.memory import MemoryIndex
 
 DUP, DISTINCT, AMBIGUOUS = "dup", "distinct", "ambiguous"
@@ -101,7 +102,8 @@ class _PairDistance:
 
     def __call__(self, a: str, b: str) -> int:
         later = a if self.position[a] > self.position[b] else b
-        return ((self.fingerprints[a] ^ self.fingerprints[b]) & ~self.wildcards.get(later, 0)).bit_count()
+        ignoring = self.wildcards.get(later, 0)
+        return hamming_distance(self.fingerprints[a], self.fingerprints[b], ignoring=ignoring)
 
 
 def close_pairs(
@@ -126,7 +128,6 @@ def close_pairs(
                 if distance.position[match.key] < distance.position[page]:
                     found[pair_key(page, match.key)] = distance(page, match.key)
     return found
-
 
 
 def score_pairs(

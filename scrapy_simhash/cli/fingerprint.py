@@ -101,7 +101,7 @@ def run_compare(args: argparse.Namespace) -> int:
         return 1
     distance = hamming_distance(first, second)
     # As a crawl checks the second page: outside its wildcard (least-confident) bits.
-    counted = hamming_distance(first & ~results[1].wildcard, second & ~results[1].wildcard)
+    counted = hamming_distance(first, second, ignoring=results[1].wildcard)
     verdict = "near-duplicates" if counted <= args.max_distance else "distinct"
     print(f"distance: {distance}, {counted} outside the second page's wildcard bits "
           f"({verdict} at k={args.max_distance})")

@@ -96,13 +96,14 @@ def weakest_bits(margins: npt.NDArray[np.floating], count: int) -> int:
     return mask
 
 
-def hamming_distance(a: int, b: int) -> int:
-    """Number of bits in which two fingerprints differ.
+def hamming_distance(a: int, b: int, ignoring: int = 0) -> int:
+    """Number of bits in which two fingerprints differ, outside the bits of *ignoring*
+    (a wildcard mask: how a check counts, see :func:`weakest_bits`).
 
-    >>> hamming_distance(0b1011, 0b0010)
-    2
+    >>> hamming_distance(0b1011, 0b0010), hamming_distance(0b1011, 0b0010, ignoring=0b1000)
+    (2, 1)
     """
-    return (a ^ b).bit_count()
+    return ((a ^ b) & ~ignoring).bit_count()
 
 
 def to_hex(fingerprint: int) -> str:
