@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from scrapy_simhash.index import _buckets
 from scrapy_simhash.index.base import Match, SimhashIndex
 from scrapy_simhash.index.brute import BruteForceIndex
 from scrapy_simhash.index.memory import MemoryIndex
@@ -23,6 +24,8 @@ IndexFactory = Callable[[Path, int], SimhashIndex]
 BACKEND_FACTORIES: list[tuple[str, IndexFactory]] = [
     ("brute", lambda tmp_path, k: BruteForceIndex(k)),
     ("memory", lambda tmp_path, k: MemoryIndex(k, expected_size=1000)),
+    # the NumPy probe, as where the C one was not built (see index_factory)
+    ("memory-numpy", lambda tmp_path, k: MemoryIndex(k, expected_size=1000)),
     ("disk", lambda tmp_path, k: DiskIndex(tmp_path, k)),
     ("redis", lambda tmp_path, k: redis_index(k)),
     ("redis-ttl", lambda tmp_path, k: redis_index(k, ttl=3600)),
@@ -39,9 +42,11 @@ def flip(fingerprint: int, *bits: int) -> int:
 
 @pytest.fixture(params=BACKEND_FACTORIES, ids=[name for name, _ in BACKEND_FACTORIES])
 def index_factory(
-    request: pytest.FixtureRequest, tmp_path: Path
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Callable[[int], SimhashIndex]]:
-    _, factory = request.param
+    name, factory = request.param
+    if name.endswith("-numpy"):
+        monkeypatch.setattr(_buckets, "_scan", None)
     opened: list[SimhashIndex] = []
 
     def make(max_distance: int = 3) -> SimhashIndex:

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from probe_kernels import KERNELS, probe_kernel
 from scrapy_simhash.index._storage import KeyStore
 from scrapy_simhash.index._tables import TableDesign, make_design
 from scrapy_simhash.index.brute import BruteForceIndex
@@ -71,6 +72,7 @@ def apply(
     return index.query(fingerprint, wildcard)
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize(("k", "design"), CONFIGS, ids=CONFIG_IDS)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
@@ -82,6 +84,7 @@ def apply(
     ),
 )
 def test_same_answers_as_brute_force(
+    kernel: str,
     k: int,
     design: TableDesign | None,
     bases: list[int],
@@ -89,15 +92,16 @@ def test_same_answers_as_brute_force(
     buffer_limit: int,
     probes: list[tuple[int, list[int]]],
 ) -> None:
-    index, reference = fresh_pair(k, design, buffer_limit)
-    for op in ops:
-        assert apply(index, op, bases) == apply(reference, op, bases)
-    queries = [near(bases[c], positions) for c, positions in probes]
-    expected = [reference.query(q) for q in queries]
-    assert [index.query(q) for q in queries] == expected
-    assert index.query_many(queries) == expected
-    assert len(index) == len(reference)
-    assert sorted(index.items()) == sorted(reference.items())
+    with probe_kernel(kernel):
+        index, reference = fresh_pair(k, design, buffer_limit)
+        for op in ops:
+            assert apply(index, op, bases) == apply(reference, op, bases)
+        queries = [near(bases[c], positions) for c, positions in probes]
+        expected = [reference.query(q) for q in queries]
+        assert [index.query(q) for q in queries] == expected
+        assert index.query_many(queries) == expected
+        assert len(index) == len(reference)
+        assert sorted(index.items()) == sorted(reference.items())
 
 
 def clustered(count: int, k: int, seed: int) -> list[tuple[int, str]]:
@@ -111,8 +115,14 @@ def clustered(count: int, k: int, seed: int) -> list[tuple[int, str]]:
     return entries
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("k", [0, 3, 8])
-def test_bulk_paths_match_brute_force(k: int) -> None:
+def test_bulk_paths_match_brute_force(k: int, kernel: str) -> None:
+    with probe_kernel(kernel):
+        check_bulk_paths(k)
+
+
+def check_bulk_paths(k: int) -> None:
     entries = clustered(6000, k, seed=k)  # above the bulk threshold of add_many
     reference = BruteForceIndex(k)
     reference.add_many(entries)
@@ -127,13 +137,15 @@ def test_bulk_paths_match_brute_force(k: int) -> None:
     assert [built.query(q) for q in queries] == expected
 
 
-def test_index_grows_its_buckets_and_stays_exact() -> None:
-    index, reference = MemoryIndex(3, expected_size=0), BruteForceIndex(3)
-    first_width = index.design.prefix_bits
-    for fingerprint, key in clustered(20_000, 3, seed=7):
-        assert index.add_if_new(fingerprint, key) == reference.add_if_new(fingerprint, key)
-    assert index.design.prefix_bits > first_width
-    assert sorted(index.items()) == sorted(reference.items())
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_index_grows_its_buckets_and_stays_exact(kernel: str) -> None:
+    with probe_kernel(kernel):
+        index, reference = MemoryIndex(3, expected_size=0), BruteForceIndex(3)
+        first_width = index.design.prefix_bits
+        for fingerprint, key in clustered(20_000, 3, seed=7):
+            assert index.add_if_new(fingerprint, key) == reference.add_if_new(fingerprint, key)
+        assert index.design.prefix_bits > first_width
+        assert sorted(index.items()) == sorted(reference.items())
 
 
 def test_compaction_forgets_removed_entries() -> None:
@@ -200,6 +212,7 @@ def test_describe_reports_design_and_memory() -> None:
     assert described["backend"] == "memory"
     assert described["size"] == 10_000
     assert described["design"] == index.design.describe()
+    assert described["probe"] in ("c", "numpy")
     # 8 bytes of fingerprint + 4 per table, plus growth slack and directories
     assert 8 + 4 * len(index.design.tables) <= described["index_bytes_per_fingerprint"] < 64
     assert described["key_bytes_per_fingerprint"] >= 8

@@ -17,11 +17,20 @@ import numpy.typing as npt
 
 from ._tables import TableDesign
 
+try:
+    from . import _scan  # the C probe, built at install time when a C compiler is there
+except ImportError:  # pragma: no cover - depends on the build
+    _scan = None  # type: ignore[assignment]
+
 _EMPTY_ROWS = np.empty(0, dtype=np.uint32)
-# A probe visiting more buckets than this (a wildcard probe: 48-52 with the default 14
-# bits) looks them all up at once in NumPy (measured at 1M with 12 bits: 49 vs 73 us
-# one by one); a plain probe visits one a table, cheaper one by one.
+# Without the C probe: a probe visiting more buckets than this (a wildcard probe: 48-52
+# with the default 14 bits) looks them all up at once in NumPy (measured at 1M with 12
+# bits: 49 vs 73 us one by one); a plain probe visits one a table, cheaper one by one.
 _LOOP_BUCKETS = 12
+# With the C probe, a wildcard probe scans a write buffer up to this size whole (~1 ns a
+# row) rather than by its buckets (~50 dict lookups, ~10 us); a plain probe looks up one
+# bucket a table.
+_SCANNED_BUFFER = 1 << 15
 # Row ids and bucket offsets are uint32: an index holds fewer than 2**32 entries.
 MAX_ROWS = 2**32 - 1
 
@@ -106,6 +115,28 @@ class SortedBuckets:
             directories[table] = self.directories[table] + counts
         return SortedBuckets(self.design, rows, directories)
 
+    def matches(
+        self, fingerprints: npt.NDArray[np.uint64], fingerprint: int, max_distance: int, wildcard: int = 0
+    ) -> dict[int, int]:
+        """``{row: full distance}`` of the rows (of *fingerprints*) in the buckets a probe
+        visits, within *max_distance* of *fingerprint* outside the *wildcard* bits."""
+        if _scan is not None:
+            bases, free_bits = self.design.probe_bases(fingerprint, wildcard)
+            return _scan.sorted_matches(
+                self.directories, self.rows, fingerprints, bases, free_bits, fingerprint, wildcard, max_distance
+            )
+        rows = self.candidates(self.design.probe_keys(fingerprint, wildcard))
+        if not len(rows):
+            return {}
+        differences = fingerprints[rows] ^ np.uint64(fingerprint)
+        distances = np.bitwise_count(differences)
+        if wildcard:
+            distances_off_wildcard = np.bitwise_count(differences & ~np.uint64(wildcard))
+        else:
+            distances_off_wildcard = distances
+        close = distances_off_wildcard <= max_distance
+        return dict(zip(rows[close].tolist(), distances[close].tolist()))
+
     def candidates(self, key_sets: Sequence[Sequence[int]]) -> npt.NDArray[np.uint32]:
         """Row ids in the buckets *key_sets* (the keys to visit per table), duplicates possible."""
         if sum(map(len, key_sets)) > _LOOP_BUCKETS:
@@ -154,6 +185,7 @@ class WriteBuffer:
 
     def __init__(self, design: TableDesign, first_row: int) -> None:
         self.first_row = first_row
+        self._design = design
         self._buckets: list[dict[int, list[int]]] = [{} for _ in design.tables]
         self._fingerprints: list[int] = []
 
@@ -172,18 +204,31 @@ class WriteBuffer:
                 bucket.append(row)
 
     def matches(
-        self, fingerprint: int, key_sets: Sequence[Sequence[int]], max_distance: int, wildcard: int = 0
+        self, fingerprints: npt.NDArray[np.uint64], fingerprint: int, max_distance: int, wildcard: int = 0
     ) -> dict[int, int]:
-        """``{row: full distance}`` of the buffered rows within *max_distance* off *wildcard*."""
+        """``{row: full distance}`` of the buffered rows within *max_distance* off *wildcard*.
+
+        *fingerprints* are the index's: the buffered rows are its last ones.
+        """
+        if _scan is not None and wildcard and len(self) <= _SCANNED_BUFFER:
+            return _scan.range_matches(fingerprints, self.first_row, fingerprint, wildcard, max_distance)
         found: dict[int, int] = {}
         counted = ~wildcard
+        key_sets = self._design.probe_keys(fingerprint, wildcard)
         for buckets, keys in zip(self._buckets, key_sets):
-            for key in keys:
+            # a wildcard probe's ~16 keys a table, few of them in the buffer: one set
+            # intersection in C instead of a lookup each
+            for key in buckets.keys() & keys if len(keys) > 1 else keys:
                 for row in buckets.get(key, ()):
                     difference = fingerprint ^ self._fingerprints[row - self.first_row]
                     if (difference & counted).bit_count() <= max_distance:
                         found[row] = difference.bit_count()
         return found
+
+
+def probe_kernel() -> str:
+    """Which probe the index runs: ``"c"`` (:mod:`._scan`, built at install) or ``"numpy"``."""
+    return "numpy" if _scan is None else "c"
 
 
 def bucket_stats(buckets: SortedBuckets) -> dict[str, Any]:

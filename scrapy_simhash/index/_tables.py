@@ -28,7 +28,6 @@ lookup each) but longer leading blocks, hence fewer candidates per probe;
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import combinations
@@ -75,17 +74,22 @@ class TableDesign:
         return tuple(keys)
 
     def probe_keys(self, fingerprint: int, wildcard: int = 0) -> tuple[tuple[int, ...], ...]:
-        """Per table, every bucket a query must visit when its *wildcard* bits may differ.
-
-        Bucket keys are bit extractions, so ``bucket_keys(wildcard)`` marks, per table,
-        the key bits that come from wildcard bits; the query visits each bucket those
-        bits can spell (2**w buckets for w such bits).
-        """
+        """Per table, every bucket a query must visit when its *wildcard* bits may differ
+        (``base | subset`` for every subset of ``free``, see :meth:`probe_bases`)."""
         if not wildcard:
             return tuple((key,) for key in self.bucket_keys(fingerprint))
-        bases = self.bucket_keys(fingerprint & ~wildcard)
-        free_bits = self.bucket_keys(wildcard)
-        return tuple(tuple(_spell(base, free)) for base, free in zip(bases, free_bits))
+        bases, free_bits = self.probe_bases(fingerprint, wildcard)
+        return tuple(tuple(base | subset for subset in _subsets(free)) for base, free in zip(bases, free_bits))
+
+    def probe_bases(self, fingerprint: int, wildcard: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Per table, the bucket key of the query outside its wildcard bits, and the key
+        bits that come from wildcard bits (the "free" bits).
+
+        Bucket keys are bit extractions, so ``bucket_keys(wildcard)`` marks the key bits
+        that come from wildcard bits; the query visits each bucket those bits can spell
+        (2**w buckets for w such bits).
+        """
+        return self.bucket_keys(fingerprint & ~wildcard), self.bucket_keys(wildcard)
 
     def bucket_keys_array(self, fingerprints: npt.NDArray[np.uint64]) -> npt.NDArray[np.unsignedinteger[Any]]:
         """Bucket keys of many fingerprints: shape ``(tables, n)``, uint32 (uint64 past 32 bits)."""
@@ -190,11 +194,15 @@ def _key_terms(
     return tuple(terms)
 
 
-def _spell(base: int, free: int) -> Iterator[int]:
-    """``base | subset`` for every subset of the bits of *free* (base has none of them)."""
-    subset = 0
-    while True:
-        yield base | subset
-        subset = (subset - free) & free  # next subset of `free` in counting order
-        if not subset:
-            return
+@lru_cache(maxsize=4096)  # a table's free bits are few (<= 4 of 16 by default): masks recur
+def _subsets(free: int) -> tuple[int, ...]:
+    """Every subset of the bits of *free*, in counting order.
+
+    >>> _subsets(0b1010)
+    (0, 2, 8, 10)
+    """
+    subsets, subset = [0], free & -free
+    while subset:
+        subsets.append(subset)
+        subset = (subset - free) & free  # the next subset of `free` in counting order
+    return tuple(subsets)

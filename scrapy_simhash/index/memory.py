@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..core.fingerprint import check_fingerprint
-from ._buckets import SortedBuckets, WriteBuffer, bucket_stats
+from ._buckets import SortedBuckets, WriteBuffer, bucket_stats, probe_kernel
 from ._design_choice import choose_design, design_for_size
 from ._storage import GrowableArray, KeyStore, entry_columns, fingerprint_array
 from ._tables import TableDesign
@@ -152,6 +152,7 @@ class MemoryIndex(SimhashIndex):
             "design": self.design.describe(),
             "buffered": len(self._buffer),
             "removed_pending": len(self._removed),
+            "probe": probe_kernel(),
         }
         if len(self):  # per fingerprint means nothing for an empty index
             usage = self.memory_usage()
@@ -185,19 +186,10 @@ class MemoryIndex(SimhashIndex):
 
     def _probe(self, fingerprint: int, wildcard: int = 0) -> dict[int, int]:
         """``{row: full distance}`` of every live row within ``max_distance`` off *wildcard*."""
-        found: dict[int, int] = {}
-        key_sets = self.design.probe_keys(fingerprint, wildcard)
-        rows = self._sorted.candidates(key_sets)
-        if len(rows):
-            differences = self._fingerprints.values[rows] ^ np.uint64(fingerprint)
-            distances = np.bitwise_count(differences)
-            if wildcard:
-                distances_off_wildcard = np.bitwise_count(differences & ~np.uint64(wildcard))
-            else:
-                distances_off_wildcard = distances
-            close = distances_off_wildcard <= self.max_distance
-            found = dict(zip(rows[close].tolist(), distances[close].tolist()))
-        found.update(self._buffer.matches(fingerprint, key_sets, self.max_distance, wildcard))
+        fingerprints = self._fingerprints.values
+        found = self._sorted.matches(fingerprints, fingerprint, self.max_distance, wildcard)
+        if len(self._buffer):
+            found.update(self._buffer.matches(fingerprints, fingerprint, self.max_distance, wildcard))
         return self._live(found)
 
     def _live(self, found: dict[int, int]) -> dict[int, int]:
@@ -221,9 +213,9 @@ class MemoryIndex(SimhashIndex):
         for q, row, distance in hits:
             found[q][row] = distance
         if len(self._buffer):
-            for q, (fingerprint, *keys) in enumerate(zip(queries.tolist(), *bucket_keys.tolist())):
-                key_sets = [(key,) for key in keys]
-                found[q].update(self._buffer.matches(fingerprint, key_sets, self.max_distance))
+            fingerprints = self._fingerprints.values
+            for q, fingerprint in enumerate(queries.tolist()):
+                found[q].update(self._buffer.matches(fingerprints, fingerprint, self.max_distance))
         return [self._matches(self._live(found_of_query)) for found_of_query in found]
 
     def _merge_buffer(self) -> None:
