@@ -135,6 +135,7 @@ sorted_matches(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (PyErr_Occurred()) {
         return NULL;
     }
+    max_distance = max_distance > 64 ? 64 : max_distance; /* no wider than a fingerprint */
     Py_buffer directories, rows, fingerprints;
     if (get_array(args[0], &directories, 4, "directories") < 0) {
         return NULL;
