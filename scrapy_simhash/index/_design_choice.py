@@ -23,13 +23,14 @@ _MIN_AUTO_PREFIX_BITS = 8
 #: Aim at ~8 rows per bucket: directories stay ~1/8 of the row arrays.
 _ROWS_PER_BUCKET_LOG2 = 3
 
-# Cost of a probe of MemoryIndex: fixed work per table (key, directory lookup,
-# slice) and per candidate (a random gather from the fingerprint array + popcount).
-# Fitted by `python benchmarks/bench_index.py --calibrate --sizes 10000000` (k = 3,
-# 8 designs of 4-20 tables, 10M fingerprints, CPython 3.11, NumPy 2.4, a shared
-# 2-core VM): only their ratio matters to choose_design.
-COST_PER_TABLE_NS = 2800.0
-COST_PER_CANDIDATE_NS = 15.0
+# Cost of a probe of MemoryIndex: fixed work per table (key, directory lookup) and per
+# candidate (a random read of the fingerprint array + popcount). Fitted by
+# `python benchmarks/bench_index.py --calibrate --sizes 10000000` (k = 3, 8 designs of
+# 4-20 tables, 10M fingerprints, the C probe, CPython 3.11, a shared 2-core VM): only
+# their ratio matters to choose_design. (The NumPy probe: 2800 and 15, about the same
+# ratio, so the same designs but between ~13.5M and ~16.7M fingerprints.)
+COST_PER_TABLE_NS = 771.0
+COST_PER_CANDIDATE_NS = 6.9
 #: Row ids are uint32 and fingerprints uint64 in the in-memory layout.
 _ROW_ID_BYTES = 4
 _FINGERPRINT_BYTES = 8
