@@ -12,7 +12,7 @@ redis = pytest.importorskip("redis")
 
 from redis_server import redis_url, shared_redis_server, start_or_skip  # noqa: E402,F401  (fixtures)
 
-from scrapy_simhash.index import IndexFormatError, IndexUnavailableError, open_index  # noqa: E402
+from scrapy_simhash.index import IndexFormatError, IndexUnavailableError, Match, open_index  # noqa: E402
 from scrapy_simhash.index.brute import BruteForceIndex  # noqa: E402
 from scrapy_simhash.index._redis_client import safe_url  # noqa: E402
 from scrapy_simhash.index._redis_layout import CHUNK_RECORDS  # noqa: E402
@@ -292,6 +292,23 @@ def test_two_workers_match_one_brute_force_index(redis_url: str, ops) -> None:
             else:
                 assert getattr(index, op)(fingerprint, f"k{step}") == getattr(reference, op)(fingerprint, f"k{step}")
         assert sorted(b.items()) == sorted(reference.items())
+
+
+def test_a_running_worker_forgets_expired_records(redis_url: str) -> None:
+    entries = [(i * 0x9E3779B97F4A7C15 % 2**64, str(i)) for i in range(CHUNK_RECORDS + 904)]  # chunks 0 and 1
+    with RedisIndex(redis_url, ttl=2) as index:  # ttl=2: see test_ttl_readmits_a_page_after_expiry
+        index.add_many(entries)
+        assert index.forget_expired() == 0  # nothing expired yet
+        time.sleep(3.2)  # chunk 0 (full) expires; chunk 1 lives on with the next record
+        index.add(7, "late")
+        index._next_forget = 0.0  # as if ttl / 4 had passed: the next check forgets
+        assert index.add_if_new(7, "copy") == Match("late", 7, 0)
+        assert index.describe()["mirror"]["records"] == len(entries) + 1 - CHUNK_RECORDS
+        # the forgotten records and the expired ones left in chunk 1 match nothing
+        assert index.add_if_new(entries[1][0], "again") is None  # (entries[0] is 0, 3 bits from 7)
+        assert index.add_if_new(entries[-1][0], "again too") is None
+        assert index.query(7) == [Match("late", 7, 0)]
+        assert sorted(index.items()) == sorted([(7, "late"), (entries[1][0], "again"), (entries[-1][0], "again too")])
 
 
 def test_expired_chunks_are_skipped_when_a_worker_opens(redis_url: str) -> None:

@@ -38,6 +38,10 @@ class _RecordIndex(MemoryIndex):
     def fingerprint_at(self, row: int) -> int:
         return int(self._fingerprints.values[row])
 
+    def fingerprints_from(self, row: int) -> npt.NDArray[np.uint64]:
+        """The fingerprints of rows ``row ...`` (a copy)."""
+        return self._fingerprints.values[row:].copy()
+
     def add_record(self, fingerprint: int) -> None:
         """Append a record: :meth:`add` without checking the fingerprint (the log's are valid)."""
         self._append(fingerprint, "", self.design.bucket_keys(fingerprint))
@@ -110,6 +114,31 @@ class LogMirror:
                 break
         if start != self.position or position != start:  # one bulk extend (a reopen)
             self.extend(start, np.concatenate(pieces))
+
+    def forget_expired(self, read: Callable[[int, int, int], list[Any]]) -> int:
+        """Forget the records of expired chunks (see :meth:`forget_before`), as the sync
+        script, ``read(first record, tombstones seen, 0 records)``, finds them: it answers
+        with the first record whose chunk is left (chunks expire in order)."""
+        _, first, _, tombstones = read(self.first_seq, self.tombstones_seen, 0)
+        self.add_tombstones(self.tombstones_seen, unpack_fingerprints(tombstones))
+        return self.forget_before(int(first))
+
+    def forget_before(self, seq: int) -> int:
+        """Forget the records before *seq* (their chunks expired); return how many went.
+
+        The rest are indexed afresh: one sort, as when the log is first read.
+        """
+        seq = min(seq, self.position)
+        if seq <= self.first_seq:
+            return 0
+        kept = self._records.fingerprints_from(seq - self.first_seq)
+        forgotten = seq - self.first_seq
+        self.generation += 1  # rows moved: a reply to a call made before names stale ones
+        self._restart_at(seq)
+        self.removed = {removed for removed in self.removed if removed >= seq}
+        if len(kept):
+            self.extend(seq, kept)
+        return forgotten
 
     def add_tombstones(self, first: int, seqs: npt.NDArray[np.uint64]) -> None:
         """Apply tombstones ``first, first + 1, ...`` of the log (those not seen yet)."""

@@ -9,7 +9,8 @@ moment, exactly one keeps its page.
 
 TTL (*ttl* seconds, fixed when a namespace is created): a record stops matching ``ttl``
 seconds after it was stored (Redis' clock, to the second), so a near-duplicate is admitted
-again; Redis frees records 4094 at a time, when the last of a chunk has expired.
+again; Redis frees records 4094 at a time, when the last of a chunk has expired, and each
+worker forgets those chunks in its copy every ``ttl / 4`` seconds (:meth:`RedisIndex.forget_expired`).
 
 Failures: an unreachable Redis raises :class:`IndexUnavailableError` (the Scrapy
 glue applies ``SIMHASH_ON_INDEX_ERROR``); every call reconnects by itself, and a
@@ -19,6 +20,7 @@ namespace lost in a restart is created again, empty, and mirrored afresh.
 from __future__ import annotations
 
 import threading
+import time
 from functools import partial
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -41,6 +43,10 @@ from .base import IndexUnavailableError, Match, SimhashIndex
 _TAIL_BOUND = 2048
 _SYNC_RECORDS = 1 << 18
 _ADD_BATCH = 1000
+# With a TTL, expired records leave a worker's copy every ttl / 4 seconds, at most
+# once a minute (each time the copy is indexed afresh: ~0.2 s a million records).
+_FORGET_EVERY_TTL = 0.25
+_FORGET_AT_MOST_EVERY = 60.0
 # Attempts of a call interrupted by catching up or by a reset namespace.
 _ATTEMPTS = 10
 _T = TypeVar("_T")
@@ -75,6 +81,7 @@ class RedisIndex(SimhashIndex):
         self._reader = LogReader(self._client, self._names)
         self._lock = threading.RLock()  # the glue calls from several threads; the mirror is not safe
         self._unavailable = UnavailableAsIndexError(url)
+        self._next_forget = time.monotonic() + _FORGET_AT_MOST_EVERY
         try:
             if reset:
                 with self._unavailable:
@@ -92,6 +99,8 @@ class RedisIndex(SimhashIndex):
     # -- the SimhashIndex interface -------------------------------------------------
 
     def add_if_new(self, fingerprint: int, key: str, wildcard: int = 0) -> Match | None:
+        if time.monotonic() >= self._next_forget:
+            self.forget_expired()  # first: if Redis fails here, nothing was stored
         matches = self._check("check", fingerprint, key, wildcard)
         return matches[0] if matches else None
 
@@ -154,6 +163,14 @@ class RedisIndex(SimhashIndex):
         """The bucket statistics of this worker's mirror (largest, skew, candidates per probe)."""
         return self._retrying(partial(self._with_mirror, LogMirror.bucket_stats))
 
+    def forget_expired(self) -> int:
+        """Drop the records of expired chunks from this worker's copy (with a TTL); return
+        how many went. Checks call it every ``ttl / 4`` seconds, at most once a minute."""
+        self._next_forget = time.monotonic() + max(_FORGET_EVERY_TTL * (self.ttl or 0), _FORGET_AT_MOST_EVERY)
+        if self.ttl is None:
+            return 0
+        return self._retrying(partial(self._mirror.forget_expired, self._sync))
+
     def close(self) -> None:
         self._client.close()
 
@@ -199,12 +216,13 @@ class RedisIndex(SimhashIndex):
 
     def _catch_up(self) -> None:
         """Bring the mirror up to the end of the log (as it was when this started)."""
-
-        def read(position: int, tombstones: int) -> list[Any]:
-            return self._log_call(SYNC, [position, tombstones, _SYNC_RECORDS])[1:]
-
         with self._lock:
-            self._mirror.catch_up(read)
+            self._mirror.catch_up(self._sync)
+
+    def _sync(self, position: int, tombstones: int, limit: int = _SYNC_RECORDS) -> list[Any]:
+        """The sync script's reply: records in the log, the first one returned (past the
+        expired chunks), up to *limit* fingerprints from there, the new tombstones."""
+        return self._log_call(SYNC, [position, tombstones, limit])[1:]
 
     def _with_mirror(self, read: Callable[[LogMirror], _T]) -> _T:
         self._catch_up()
