@@ -13,7 +13,7 @@ KERNELS = ["c", "numpy"]
 
 
 @contextmanager
-def probe_kernel(name: str) -> Iterator[None]:
+def using_kernel(name: str) -> Iterator[None]:
     """Probe with *name*'s kernel inside the block (skip "c" when it was not built).
 
     A context manager, not a fixture: hypothesis tests may not use function-scoped ones.

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probe_kernels import KERNELS, probe_kernel
+from probe_kernels import KERNELS, using_kernel
 from scrapy_simhash.index._storage import KeyStore
 from scrapy_simhash.index._tables import TableDesign, make_design
 from scrapy_simhash.index.brute import BruteForceIndex
@@ -92,7 +92,7 @@ def test_same_answers_as_brute_force(
     buffer_limit: int,
     probes: list[tuple[int, list[int]]],
 ) -> None:
-    with probe_kernel(kernel):
+    with using_kernel(kernel):
         index, reference = fresh_pair(k, design, buffer_limit)
         for op in ops:
             assert apply(index, op, bases) == apply(reference, op, bases)
@@ -118,7 +118,7 @@ def clustered(count: int, k: int, seed: int) -> list[tuple[int, str]]:
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("k", [0, 3, 8])
 def test_bulk_paths_match_brute_force(k: int, kernel: str) -> None:
-    with probe_kernel(kernel):
+    with using_kernel(kernel):
         check_bulk_paths(k)
 
 
@@ -139,7 +139,7 @@ def check_bulk_paths(k: int) -> None:
 
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_index_grows_its_buckets_and_stays_exact(kernel: str) -> None:
-    with probe_kernel(kernel):
+    with using_kernel(kernel):
         index, reference = MemoryIndex(3, expected_size=0), BruteForceIndex(3)
         first_width = index.design.prefix_bits
         for fingerprint, key in clustered(20_000, 3, seed=7):

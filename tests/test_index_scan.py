@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import random
+from types import ModuleType
 
 import numpy as np
 import pytest
 
-from probe_kernels import KERNELS, probe_kernel
+from probe_kernels import KERNELS, using_kernel
 from scrapy_simhash.core.fingerprint import weakest_bits
 from scrapy_simhash.index import _buckets
 from scrapy_simhash.index.brute import BruteForceIndex
@@ -38,7 +39,7 @@ def test_wildcard_probes_of_a_large_index_match_brute_force(kernel: str, wildcar
     rng = np.random.default_rng(wildcard_bits)
     probes = [(f ^ (1 << int(rng.integers(64))), weakest_bits(rng.random(64), wildcard_bits))
               for f, _ in entries_around(300, seed=99)]
-    with probe_kernel(kernel):
+    with using_kernel(kernel):
         index = MemoryIndex.from_arrays([f for f, _ in sorted_part], [key for _, key in sorted_part], 3)
         index.add_many(buffered[:1000])  # below add_many's bulk threshold: into the write buffer
         reference = BruteForceIndex(3)
@@ -50,12 +51,12 @@ def test_wildcard_probes_of_a_large_index_match_brute_force(kernel: str, wildcar
 
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_describe_names_the_probe(kernel: str) -> None:
-    with probe_kernel(kernel):
+    with using_kernel(kernel):
         assert MemoryIndex(3).describe()["probe"] == kernel
 
 
 @pytest.fixture
-def scan() -> object:
+def scan() -> ModuleType:
     if _buckets._scan is None:
         pytest.skip("the C probe (scrapy_simhash.index._scan) was not built: no C compiler at install")
     return _buckets._scan
@@ -69,16 +70,23 @@ def small_layout() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return directories, rows, fingerprints
 
 
-def test_scan_finds_rows_within_the_distance(scan) -> None:
+def test_scan_finds_rows_within_the_distance(scan: ModuleType) -> None:
     directories, rows, fingerprints = small_layout()
     assert scan.sorted_matches(directories, rows, fingerprints, (0,), (0,), 0, 0, 3) == {0: 0, 1: 3}
     # bucket 3 through its two wildcard bits; the full distance of row 2 is 4
     assert scan.sorted_matches(directories, rows, fingerprints, (0,), (3,), 0, 0b1000, 3) == {0: 0, 1: 3, 2: 4}
-    assert scan.range_matches(fingerprints, 1, 0, 0, 3) == {1: 3}
-    assert scan.range_matches(fingerprints, 3, 0, 0, 3) == {}
+    assert scan.range_matches(fingerprints, 1, 3, 0, 0, 3) == {1: 3}
+    assert scan.range_matches(fingerprints, 1, 2, 0, 0, 3) == {1: 3}
+    assert scan.range_matches(fingerprints, 3, 3, 0, 0, 3) == {}
+    # distances are clamped: none is within a negative one, all within 64 and more
+    assert scan.range_matches(fingerprints, 0, 3, 0, 0, -(2**40)) == {}
+    assert scan.sorted_matches(directories, rows, fingerprints, (0,), (0,), 0, 0, -(2**40)) == {}
+    assert scan.range_matches(fingerprints, 0, 3, 0, 0, 2**70) == {0: 0, 1: 3, 2: 4}
+    # NumPy ints are ints
+    assert scan.range_matches(fingerprints, np.int64(1), 3, np.uint64(0), 0, np.int8(3)) == {1: 3}
 
 
-def test_scan_refuses_what_would_read_out_of_bounds(scan) -> None:
+def test_scan_refuses_what_would_read_out_of_bounds(scan: ModuleType) -> None:
     directories, rows, fingerprints = small_layout()
     with pytest.raises(ValueError, match="out of the directory"):
         scan.sorted_matches(directories, rows, fingerprints, (4,), (0,), 0, 0, 3)
@@ -86,23 +94,31 @@ def test_scan_refuses_what_would_read_out_of_bounds(scan) -> None:
         scan.sorted_matches(np.array([[0, 9, 9, 9, 9]], dtype=np.uint32), rows, fingerprints, (0,), (0,), 0, 0, 3)
     with pytest.raises(IndexError, match="past the fingerprints"):
         scan.sorted_matches(directories, rows, fingerprints[:1], (0,), (0,), 0, 0, 3)
-    with pytest.raises(IndexError, match="start"):
-        scan.range_matches(fingerprints, 4, 0, 0, 3)
-    with pytest.raises(IndexError, match="start"):
-        scan.range_matches(fingerprints, -1, 0, 0, 3)
+    with pytest.raises(ValueError, match="out of the directory"):  # no bucket at all
+        scan.sorted_matches(np.empty((1, 0), np.uint32), np.empty((1, 0), np.uint32), fingerprints, (0,), (0,), 0, 0, 3)
+    for start, stop in [(4, 4), (-1, 3), (2, 1), (0, 4)]:
+        with pytest.raises(IndexError, match="not all in the fingerprints"):
+            scan.range_matches(fingerprints, start, stop, 0, 0, 3)
 
 
-def test_scan_refuses_wrong_arguments(scan) -> None:
+def test_scan_refuses_wrong_arguments(scan: ModuleType) -> None:
     directories, rows, fingerprints = small_layout()
-    with pytest.raises(TypeError, match="4-byte items"):
+    with pytest.raises(TypeError, match="4-byte unsigned ints"):
         scan.sorted_matches(directories.astype(np.uint64), rows, fingerprints, (0,), (0,), 0, 0, 3)
-    with pytest.raises(TypeError, match="8-byte items"):
-        scan.range_matches(fingerprints.astype(np.uint32), 0, 0, 0, 3)
+    with pytest.raises(TypeError, match="8-byte unsigned ints"):
+        scan.range_matches(fingerprints.astype(np.uint32), 0, 3, 0, 0, 3)
+    with pytest.raises(TypeError, match="8-byte unsigned ints"):  # the right size, not the right type
+        scan.range_matches(fingerprints.astype(np.float64), 0, 3, 0, 0, 3)
+    misaligned = np.zeros(33, np.uint8)[1:].view(np.uint64)
+    with pytest.raises(TypeError, match="aligned"):
+        scan.range_matches(misaligned, 0, 4, 0, 0, 3)
     with pytest.raises(TypeError, match="tuples"):
         scan.sorted_matches(directories, rows, fingerprints, [0], (0,), 0, 0, 3)
     with pytest.raises(TypeError, match="8 arguments"):
         scan.sorted_matches(directories, rows, fingerprints)
     with pytest.raises(OverflowError):
-        scan.range_matches(fingerprints, 0, -1, 0, 3)
+        scan.range_matches(fingerprints, 0, 3, -1, 0, 3)
+    with pytest.raises(TypeError):
+        scan.range_matches(fingerprints, 0, 3, 1.5, 0, 3)
     with pytest.raises(ValueError, match="one row per table"):
         scan.sorted_matches(directories, rows[:, :2].copy(), fingerprints, (0, 0), (0, 0), 0, 0, 3)

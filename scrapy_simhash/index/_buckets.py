@@ -125,7 +125,7 @@ class SortedBuckets:
             return _scan.sorted_matches(
                 self.directories, self.rows, fingerprints, bases, free_bits, fingerprint, wildcard, max_distance
             )
-        rows = self.candidates(self.design.probe_keys(fingerprint, wildcard))
+        rows = self._candidates(self.design.probe_keys(fingerprint, wildcard))
         if not len(rows):
             return {}
         differences = fingerprints[rows] ^ np.uint64(fingerprint)
@@ -137,8 +137,9 @@ class SortedBuckets:
         close = distances_off_wildcard <= max_distance
         return dict(zip(rows[close].tolist(), distances[close].tolist()))
 
-    def candidates(self, key_sets: Sequence[Sequence[int]]) -> npt.NDArray[np.uint32]:
-        """Row ids in the buckets *key_sets* (the keys to visit per table), duplicates possible."""
+    def _candidates(self, key_sets: Sequence[Sequence[int]]) -> npt.NDArray[np.uint32]:
+        """Row ids in the buckets *key_sets* (the keys to visit per table), duplicates possible
+        (the NumPy probe's)."""
         if sum(map(len, key_sets)) > _LOOP_BUCKETS:
             return self._candidates_vectorised(key_sets)
         parts = []
@@ -152,7 +153,7 @@ class SortedBuckets:
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def _candidates_vectorised(self, key_sets: Sequence[Sequence[int]]) -> npt.NDArray[np.uint32]:
-        """:meth:`candidates` with one lookup in the flattened directories for all buckets."""
+        """:meth:`_candidates` with one lookup in the flattened directories for all buckets."""
         width = self.directories.shape[1]
         flat = np.fromiter((t * width + key for t, keys in enumerate(key_sets) for key in keys), dtype=np.intp)
         directory = self.directories.reshape(-1)
@@ -208,10 +209,11 @@ class WriteBuffer:
     ) -> dict[int, int]:
         """``{row: full distance}`` of the buffered rows within *max_distance* off *wildcard*.
 
-        *fingerprints* are the index's: the buffered rows are its last ones.
+        *fingerprints* are the index's (rows ``first_row ...`` are the buffered ones).
         """
         if _scan is not None and wildcard and len(self) <= _SCANNED_BUFFER:
-            return _scan.range_matches(fingerprints, self.first_row, fingerprint, wildcard, max_distance)
+            stop = self.first_row + len(self)
+            return _scan.range_matches(fingerprints, self.first_row, stop, fingerprint, wildcard, max_distance)
         found: dict[int, int] = {}
         counted = ~wildcard
         key_sets = self._design.probe_keys(fingerprint, wildcard)

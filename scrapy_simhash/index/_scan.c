@@ -13,13 +13,14 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Bits set in x: the CPU's popcount instruction where there is one. GCC on x86-64 Linux
- * builds the scanning loops twice (target_clones), with and without the instruction,
- * and picks one when the module loads: the portable x86-64 baseline has none, and
+ * with glibc (ifunc) builds the scanning loops twice (target_clones), with and without the
+ * instruction, and picks one when the module loads: the portable x86-64 baseline has none, and
  * libgcc's count, called per row, costs more than the rest of the loop. Elsewhere the
  * target's own builtin, or a branchless count. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__)
 #define SCANNING_LOOP __attribute__((target_clones("popcnt", "default")))
 #define popcount64(x) __builtin_popcountll(x)
 #elif defined(__POPCNT__) || defined(__aarch64__)
@@ -37,19 +38,55 @@ popcount64(uint64_t x)
 }
 #endif
 
-/* A read-only, C-contiguous buffer of `itemsize`-byte items. */
+/* An aligned, C-contiguous buffer of unsigned ints of `itemsize` bytes ("I", "L", "Q"). */
 static int
 get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *name)
 {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         return -1;
     }
-    if (view->itemsize != itemsize) {
-        PyErr_Format(PyExc_TypeError, "%s must hold %zd-byte items, not %zd-byte ones", name,
-                     itemsize, view->itemsize);
+    const char *code = view->format ? view->format : "B";
+    if (code[0] == '@' || code[0] == '=' || (code[0] == '<' && PY_LITTLE_ENDIAN)) {
+        code++; /* native byte order */
+    }
+    if (view->itemsize != itemsize || strchr("ILQ", code[0]) == NULL || code[0] == '\0' || code[1] != '\0'
+        || (uintptr_t)view->buf % (uintptr_t)itemsize != 0) {
+        PyErr_Format(PyExc_TypeError, "%s must be an aligned array of %zd-byte unsigned ints", name,
+                     itemsize);
         PyBuffer_Release(view);
         return -1;
     }
+    return 0;
+}
+
+/* A Python int (or anything with __index__) as 64 unsigned bits; -1 with an exception. */
+static int
+as_uint64(PyObject *obj, uint64_t *value)
+{
+    PyObject *number = PyNumber_Index(obj);
+    if (number == NULL) {
+        return -1;
+    }
+    *value = PyLong_AsUnsignedLongLong(number);
+    Py_DECREF(number);
+    return *value == (uint64_t)-1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* A distance, clamped to -1 (nothing is within it) ... 64 (no wider than a fingerprint). */
+static int
+as_distance(PyObject *obj, int *distance)
+{
+    PyObject *number = PyNumber_Index(obj);
+    if (number == NULL) {
+        return -1;
+    }
+    int overflow = 0;
+    long value = PyLong_AsLongAndOverflow(number, &overflow);
+    Py_DECREF(number);
+    if (value == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *distance = overflow > 0 || value > 64 ? 64 : (overflow < 0 || value < 0 ? -1 : (int)value);
     return 0;
 }
 
@@ -78,10 +115,7 @@ scan_bucket(PyObject *found, const uint32_t *rows, uint32_t start, uint32_t stop
             return -1;
         }
         uint64_t difference = fingerprints[row] ^ query;
-        if (popcount64(difference & counted) > max_distance) {
-            continue;
-        }
-        if (set_distance(found, row, difference) < 0) {
+        if (popcount64(difference & counted) <= max_distance && set_distance(found, row, difference) < 0) {
             return -1;
         }
     }
@@ -94,7 +128,7 @@ scan_table(PyObject *found, const uint32_t *directory, Py_ssize_t buckets, const
            Py_ssize_t n_rows, uint64_t base, uint64_t free_bits, const uint64_t *fingerprints,
            Py_ssize_t n_fingerprints, uint64_t query, uint64_t counted, int max_distance)
 {
-    if ((base | free_bits) >= (uint64_t)buckets || (base & free_bits) != 0) {
+    if (buckets < 1 || (base | free_bits) >= (uint64_t)buckets || (base & free_bits) != 0) {
         PyErr_SetString(PyExc_ValueError, "a bucket key is out of the directory");
         return -1;
     }
@@ -129,54 +163,54 @@ sorted_matches(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     Py_ssize_t tables = PyTuple_GET_SIZE(bases);
-    uint64_t query = PyLong_AsUnsignedLongLong(args[5]);
-    uint64_t wildcard = PyLong_AsUnsignedLongLong(args[6]);
-    long max_distance = PyLong_AsLong(args[7]);
-    if (PyErr_Occurred()) {
+    uint64_t query, wildcard;
+    int max_distance;
+    if (as_uint64(args[5], &query) < 0 || as_uint64(args[6], &wildcard) < 0
+        || as_distance(args[7], &max_distance) < 0) {
         return NULL;
     }
-    max_distance = max_distance > 64 ? 64 : max_distance; /* no wider than a fingerprint */
-    Py_buffer directories, rows, fingerprints;
+    Py_buffer directories = {0}, rows = {0}, fingerprints = {0};
+    PyObject *found = NULL;
     if (get_array(args[0], &directories, 4, "directories") < 0) {
         return NULL;
     }
     if (get_array(args[1], &rows, 4, "rows") < 0) {
-        PyBuffer_Release(&directories);
-        return NULL;
+        goto done;
     }
     if (get_array(args[2], &fingerprints, 8, "fingerprints") < 0) {
-        PyBuffer_Release(&directories);
-        PyBuffer_Release(&rows);
-        return NULL;
+        goto done;
     }
-    PyObject *found = PyDict_New();
     Py_ssize_t width = tables ? directories.len / 4 / tables : 0; /* buckets + 1 a table */
     Py_ssize_t n_rows = tables ? rows.len / 4 / tables : 0;
-    if (found != NULL && tables && (width * tables * 4 != directories.len || n_rows * tables * 4 != rows.len)) {
+    if (tables && (width * tables * 4 != directories.len || n_rows * tables * 4 != rows.len)) {
         PyErr_SetString(PyExc_ValueError, "directories and rows must have one row per table");
-        Py_CLEAR(found);
+        goto done;
     }
-    for (Py_ssize_t t = 0; found != NULL && t < tables; t++) {
-        uint64_t base = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(bases, t));
-        uint64_t free_bits = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(frees, t));
-        if (PyErr_Occurred()
+    if ((found = PyDict_New()) == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t t = 0; t < tables; t++) {
+        uint64_t base, free_bits;
+        if (as_uint64(PyTuple_GET_ITEM(bases, t), &base) < 0 || as_uint64(PyTuple_GET_ITEM(frees, t), &free_bits) < 0
             || scan_table(found, (const uint32_t *)directories.buf + t * width, width - 1,
                           (const uint32_t *)rows.buf + t * n_rows, n_rows, base, free_bits,
                           (const uint64_t *)fingerprints.buf, fingerprints.len / 8, query,
-                          ~wildcard, (int)max_distance) < 0) {
+                          ~wildcard, max_distance) < 0) {
             Py_CLEAR(found);
+            break;
         }
     }
-    PyBuffer_Release(&directories);
+done:
+    PyBuffer_Release(&directories); /* (a view not taken, or released, has no obj: a no-op) */
     PyBuffer_Release(&rows);
     PyBuffer_Release(&fingerprints);
     return found;
 }
 
-/* The write buffer's rows (the last ones), scanned whole: no buckets. */
+/* The write buffer's rows, scanned whole: no buckets. */
 SCANNING_LOOP static int
 scan_range(PyObject *found, const uint64_t *fingerprints, Py_ssize_t start, Py_ssize_t stop,
-           uint64_t query, uint64_t counted, long max_distance)
+           uint64_t query, uint64_t counted, int max_distance)
 {
     for (Py_ssize_t row = start; row < stop; row++) {
         uint64_t difference = fingerprints[row] ^ query;
@@ -191,30 +225,35 @@ static PyObject *
 range_matches(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "range_matches takes 5 arguments");
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "range_matches takes 6 arguments");
         return NULL;
     }
-    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
-    uint64_t query = PyLong_AsUnsignedLongLong(args[2]);
-    uint64_t wildcard = PyLong_AsUnsignedLongLong(args[3]);
-    long max_distance = PyLong_AsLong(args[4]);
-    if (PyErr_Occurred()) {
+    Py_ssize_t start = PyNumber_AsSsize_t(args[1], PyExc_IndexError);
+    if (start == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t stop = PyNumber_AsSsize_t(args[2], PyExc_IndexError);
+    if (stop == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    uint64_t query, wildcard;
+    int max_distance;
+    if (as_uint64(args[3], &query) < 0 || as_uint64(args[4], &wildcard) < 0
+        || as_distance(args[5], &max_distance) < 0) {
         return NULL;
     }
     Py_buffer fingerprints;
     if (get_array(args[0], &fingerprints, 8, "fingerprints") < 0) {
         return NULL;
     }
-    Py_ssize_t stop = fingerprints.len / 8;
     PyObject *found = NULL;
-    if (start < 0 || start > stop) {
-        PyErr_SetString(PyExc_IndexError, "start is out of the fingerprints");
-    } else if ((found = PyDict_New()) != NULL) {
-        if (scan_range(found, (const uint64_t *)fingerprints.buf, start, stop, query, ~wildcard,
-                       max_distance) < 0) {
-            Py_CLEAR(found);
-        }
+    if (start < 0 || start > stop || stop > fingerprints.len / 8) {
+        PyErr_SetString(PyExc_IndexError, "rows start ... stop are not all in the fingerprints");
+    } else if ((found = PyDict_New()) != NULL
+               && scan_range(found, (const uint64_t *)fingerprints.buf, start, stop, query, ~wildcard,
+                             max_distance) < 0) {
+        Py_CLEAR(found);
     }
     PyBuffer_Release(&fingerprints);
     return found;
@@ -222,13 +261,14 @@ range_matches(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 static PyMethodDef methods[] = {
     {"sorted_matches", (PyCFunction)(void (*)(void))sorted_matches, METH_FASTCALL,
-     "sorted_matches(directories, rows, fingerprints, bases, frees, fingerprint, wildcard, "
-     "max_distance)\n--\n\n"
+     "sorted_matches($module, directories, rows, fingerprints, bases, frees, fingerprint, "
+     "wildcard, max_distance, /)\n--\n\n"
      "{row: full distance} of the rows in the buckets the probe visits (per table, base "
      "with any subset of the free bits) within max_distance outside the wildcard bits."},
     {"range_matches", (PyCFunction)(void (*)(void))range_matches, METH_FASTCALL,
-     "range_matches(fingerprints, start, fingerprint, wildcard, max_distance)\n--\n\n"
-     "{row: full distance} of the rows start... of fingerprints within max_distance "
+     "range_matches($module, fingerprints, start, stop, fingerprint, wildcard, max_distance, /)"
+     "\n--\n\n"
+     "{row: full distance} of the rows start ... stop - 1 of fingerprints within max_distance "
      "outside the wildcard bits."},
     {NULL, NULL, 0, NULL},
 };

@@ -14,5 +14,5 @@ def sorted_matches(
     /,
 ) -> dict[int, int]: ...
 def range_matches(
-    fingerprints: npt.NDArray[np.uint64], start: int, fingerprint: int, wildcard: int, max_distance: int, /
+    fingerprints: npt.NDArray[np.uint64], start: int, stop: int, fingerprint: int, wildcard: int, max_distance: int, /
 ) -> dict[int, int]: ...

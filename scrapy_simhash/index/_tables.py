@@ -194,15 +194,23 @@ def _key_terms(
     return tuple(terms)
 
 
-@lru_cache(maxsize=4096)  # a table's free bits are few (<= 4 of 16 by default): masks recur
 def _subsets(free: int) -> tuple[int, ...]:
     """Every subset of the bits of *free*, in counting order.
 
     >>> _subsets(0b1010)
     (0, 2, 8, 10)
     """
+    # A table's free bits are few (<= 4 of 16 by default) and recur: small sets are cached
+    # (a tuple of at most 256 ints each), a large one (a mask of many bits) is not.
+    return _small_subsets(free) if free.bit_count() <= 8 else _all_subsets(free)
+
+
+def _all_subsets(free: int) -> tuple[int, ...]:
     subsets, subset = [0], free & -free
     while subset:
         subsets.append(subset)
         subset = (subset - free) & free  # the next subset of `free` in counting order
     return tuple(subsets)
+
+
+_small_subsets = lru_cache(maxsize=4096)(_all_subsets)

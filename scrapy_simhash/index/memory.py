@@ -12,8 +12,9 @@ Layout, with no Python object per fingerprint:
   the buffer bound and 1/4 of the rows.
 
 A probe gathers the rows of its bucket in every table, computes the full Hamming
-distance of each candidate with NumPy and keeps those within ``max_distance``:
-exact (see :mod:`._tables`). Not thread-safe: call it from one thread (the Scrapy
+distance of each candidate and keeps those within ``max_distance``: exact (see
+:mod:`._tables`). It runs in one C pass (:mod:`._scan`), or with NumPy where that was
+not built. Not thread-safe: call it from one thread (the Scrapy
 glue does).
 """
 
