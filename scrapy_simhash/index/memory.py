@@ -14,8 +14,7 @@ Layout, with no Python object per fingerprint:
 A probe gathers the rows of its bucket in every table, computes the full Hamming
 distance of each candidate and keeps those within ``max_distance``: exact (see
 :mod:`._tables`). It runs in one C pass (:mod:`._scan`), or with NumPy where that was
-not built. Not thread-safe: call it from one thread (the Scrapy
-glue does).
+not built. Not thread-safe: call it from one thread (the Scrapy glue does).
 """
 
 from __future__ import annotations
