@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from scrapy_simhash.core.fingerprint import weakest_bits
 from scrapy_simhash.core.fingerprinter import FingerprintOptions
+from scrapy_simhash.index._buckets import probe_kernel
 from scrapy_simhash.index._storage import KeyStore
 from scrapy_simhash.index._tables import make_design
 from scrapy_simhash.index.brute import BruteForceIndex
@@ -300,6 +301,8 @@ def main() -> None:
         "\ntraced_B: bytes tracemalloc saw the bulk build keep allocated, per fingerprint;"
         "\nkeys_B: the keys (UTF-8 buffer + offsets); p50/p99: single add_if_new, microseconds;"
         "\nsimhash (PyPI): index_B is RSS growth of the build and includes its keys."
+        f"\nThe index's probe: {probe_kernel()} (\"c\": scrapy_simhash/index/_scan.c, built at install;"
+        " \"numpy\": the fallback where it was not built)."
     )
 
 
