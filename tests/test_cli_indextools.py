@@ -5,6 +5,7 @@ import random
 from pathlib import Path
 
 import pytest
+import redis
 
 from redis_server import redis_url, shared_redis_server  # noqa: F401  (fixtures)
 
@@ -76,6 +77,18 @@ def test_reading_a_missing_index_fails_without_creating_one(command: str, tmp_pa
     assert main([command, str(missing), *(["out.jsonl"] if command == "export" else [])]) == 1
     assert "typo: no index there" in capsys.readouterr().err
     assert not missing.exists()
+
+
+@pytest.mark.parametrize("command", ["inspect", "export"])
+def test_reading_a_missing_redis_namespace_fails_without_creating_it(
+    command: str, redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = [str(tmp_path / "out.jsonl")] if command == "export" else []
+    assert main([command, redis_url, *output, "--namespace", "typo"]) == 1
+    assert "no index in namespace 'typo'" in capsys.readouterr().err
+    client = redis.Redis.from_url(redis_url)
+    assert not client.keys("simhash:typo:*")
+    client.close()
 
 
 def test_import_of_a_missing_file_fails_before_creating_the_index(tmp_path: Path, capsys) -> None:

@@ -41,9 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `... | head` closed our stdout: not an error
         sys.stderr.close()
         return 0
-    except (OSError, EOFError, SimhashIndexError, ValueError) as exc:
-        # A missing or corrupt file, a bad option value, an unreachable index:
-        # the user needs the message, not a traceback.
+    except (OSError, EOFError, ImportError, SimhashIndexError, ValueError) as exc:
+        # A missing or corrupt file, a bad option value, an unreachable index, a missing
+        # extra (redis-py): the user needs the message, not a traceback.
         warn(f"{args.command}: {_describe(exc)}")
         return 1
 

@@ -65,7 +65,7 @@ def _open_existing(args: argparse.Namespace) -> SimhashIndex:
     """Open an index to read: a disk store read-only (no lock: a crawl may be writing
     it), and never created where a path is mistyped."""
     if is_shared_spec(args.index):
-        return _open(args)
+        return _open(args, create=False)
     if not os.path.exists(args.index):
         raise FileNotFoundError(errno.ENOENT, "no index there (give an index directory or a redis:// URL)",
                                 args.index)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import logging
 import os
@@ -46,6 +47,7 @@ def open_index(
     signature: str = "",
     reset: bool = False,
     ttl: float | None = None,
+    create: bool = True,
 ) -> SimhashIndex:
     """Open the index that *spec* names.
 
@@ -56,15 +58,19 @@ def open_index(
     *namespace* keeps indexes of several scopes (spiders, domains) apart in one
     store; *signature* (:meth:`FingerprintOptions.signature`) lets a stored index
     refuse fingerprints made with other options; *reset* starts it empty; *ttl*
-    (seconds) lets an entry expire where the backend supports it.
+    (seconds) lets an entry expire where the backend supports it; *create* false
+    refuses a store that does not exist yet (``FileNotFoundError`` for a path,
+    :exc:`SimhashIndexError` for a Redis namespace) instead of making it empty.
     """
     text = "memory" if spec is None else check_index_spec(spec)
     if is_shared_spec(text):
-        return _open_redis(text, max_distance, expected_size, namespace, signature, reset, ttl)
+        return _open_redis(text, max_distance, expected_size, namespace, signature, reset, ttl, create)
     if ttl is not None:
         _warn_ttl_ignored("memory" if text == "memory" else "disk")
     if text == "memory":
         return MemoryIndex(max_distance, expected_size=expected_size)
+    if not create and not os.path.exists(text):
+        raise FileNotFoundError(errno.ENOENT, "no index there", text)
     return DiskIndex(text, max_distance, expected_size=expected_size, namespace=namespace,
                      signature=signature, reset=reset)
 
@@ -100,10 +106,10 @@ def _warn_ttl_ignored(kind: str) -> None:
 
 
 def _open_redis(url: str, max_distance: int, expected_size: int, namespace: str, signature: str,
-                reset: bool, ttl: float | None) -> SimhashIndex:
+                reset: bool, ttl: float | None, create: bool) -> SimhashIndex:
     try:
         from .redis import RedisIndex
     except ImportError as exc:
-        raise ImportError(f"the Redis index needs redis-py: pip install 'scrapy-simhash[redis]' ({exc})") from exc
+        raise ImportError(f"the Redis index needs redis-py: install the package's [redis] extra ({exc})") from exc
     return RedisIndex(url, max_distance, expected_size=expected_size, namespace=namespace,
-                      signature=signature, reset=reset, ttl=ttl)
+                      signature=signature, reset=reset, ttl=ttl, create=create)

@@ -16,7 +16,7 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from ._redis_layout import unpack_fingerprints
+from ._redis_layout import reply_text, unpack_fingerprints
 from ._redis_keys import decode_stored_key
 from ._storage import KeyStore
 from ._tables import TableDesign
@@ -114,6 +114,17 @@ class LogMirror:
                 break
         if start != self.position or position != start:  # one bulk extend (a reopen)
             self.extend(start, np.concatenate(pieces))
+
+    def apply_check(self, position: int, tombstones: int, fingerprint: int, reply: list[Any]) -> list[Match]:
+        """Mirror what the reply of a check script called at *position* brings (the log's
+        tail, the page's own record if stored, new tombstones); return its matches."""
+        records = unpack_fingerprints(reply[2]).tolist() if reply[2] else []
+        stored = reply_text(reply[0]) == "stored"
+        self.extend(position, [*records, fingerprint] if stored else records)
+        if reply[3]:
+            self.add_tombstones(tombstones, unpack_fingerprints(reply[3]))
+        found = list(zip(reply[4::2], reply[5::2]))
+        return self.matches(fingerprint, found) if found else []
 
     def forget_expired(self, read: Callable[[int, int, int], list[Any]]) -> int:
         """Forget the records of expired chunks (see :meth:`forget_before`), as the sync

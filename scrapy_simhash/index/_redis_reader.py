@@ -56,6 +56,10 @@ class LogReader:
                 yield from Chunk(number * chunk_records, *chunk).live_entries(
                     removed, now if with_ttl else None)
 
+    def exists(self) -> bool:
+        """Whether the namespace exists (its meta hash), without creating it."""
+        return bool(self._client.exists(self._names.meta))
+
     def delete_namespace(self) -> None:
         pattern = glob_escape(self._names.prefix) + "*"
         names = list(self._client.scan_iter(match=pattern, count=1000))

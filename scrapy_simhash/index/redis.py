@@ -31,12 +31,12 @@ import redis
 from ..core.fingerprint import check_fingerprint
 from ._redis_client import UnavailableAsIndexError, connect, safe_url
 from ._redis_keys import encode_stored_key
-from ._redis_layout import Names, encoded_key, new_meta, pack, reply_text, unpack_fingerprints
+from ._redis_layout import Names, encoded_key, new_meta, pack, reply_text
 from ._redis_lua import ADD, CHECK, KEYS_OF, REMOVE, SYNC
 from ._redis_mirror import LogMirror
 from ._redis_reader import LogReader
 from ._redis_scripts import LogScripts
-from .base import IndexUnavailableError, Match, SimhashIndex
+from .base import IndexUnavailableError, Match, SimhashIndex, SimhashIndexError
 
 # Longest tail of unseen records the check script scans (~1 us each in Lua); a
 # worker further behind catches up first, in slices of _SYNC_RECORDS (2 MB).
@@ -53,7 +53,10 @@ _T = TypeVar("_T")
 
 
 class RedisIndex(SimhashIndex):
-    """The shared index at a ``redis://`` or ``rediss://`` URL (password in the URL)."""
+    """The shared index at a ``redis://`` or ``rediss://`` URL (password in the URL).
+
+    A missing namespace is created, unless *create* is false (tools that only read).
+    """
 
     backend_name = "redis"
 
@@ -67,6 +70,7 @@ class RedisIndex(SimhashIndex):
         signature: str = "",
         reset: bool = False,
         ttl: float | None = None,
+        create: bool = True,
         client: redis.Redis | None = None,
     ) -> None:
         super().__init__(max_distance)
@@ -83,9 +87,11 @@ class RedisIndex(SimhashIndex):
         self._unavailable = UnavailableAsIndexError(url)
         self._next_forget = time.monotonic() + _FORGET_AT_MOST_EVERY
         try:
-            if reset:
-                with self._unavailable:
+            with self._unavailable:
+                if reset:
                     self._reader.delete_namespace()
+                elif not create and not self._reader.exists():
+                    raise SimhashIndexError(f"no index in namespace {namespace!r} at {safe_url(url)}")
             self._retrying(self._reload)
         except BaseException:
             self._client.close()  # refused or unreachable: no pooled socket left behind
@@ -187,18 +193,12 @@ class RedisIndex(SimhashIndex):
                 position, tombstones = mirror.position, mirror.tombstones_seen
                 candidates = mirror.candidates(fingerprint, wildcard)
             reply = self._log_call(CHECK, [*args, position, tombstones, _TAIL_BOUND, *candidates])
-            stored = reply_text(reply[0]) == "stored"
             with self._lock:
                 if mirror.generation != generation:  # mirrored afresh meanwhile: seqs are stale
-                    if stored:
+                    if reply_text(reply[0]) == "stored":
                         return []
                     raise _Retry
-                records = unpack_fingerprints(reply[2]).tolist() if reply[2] else []
-                mirror.extend(position, [*records, fingerprint] if stored else records)
-                if reply[3]:
-                    mirror.add_tombstones(tombstones, unpack_fingerprints(reply[3]))
-                found = list(zip(reply[4::2], reply[5::2]))
-                return mirror.matches(fingerprint, found) if found else []
+                return mirror.apply_check(position, tombstones, fingerprint, reply)
 
         return self._retrying(attempt, locked=False)
 
