@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import functools
 import logging
 import os
@@ -59,8 +58,9 @@ def open_index(
     store; *signature* (:meth:`FingerprintOptions.signature`) lets a stored index
     refuse fingerprints made with other options; *reset* starts it empty; *ttl*
     (seconds) lets an entry expire where the backend supports it; *create* false
-    refuses a store that does not exist yet (``FileNotFoundError`` for a path,
-    :exc:`SimhashIndexError` for a Redis namespace) instead of making it empty.
+    refuses a Redis namespace that does not exist yet (:exc:`SimhashIndexError`)
+    instead of making it empty (tools that only read a path open it read-only,
+    :class:`DiskIndex`, and check it exists themselves).
     """
     text = "memory" if spec is None else check_index_spec(spec)
     if is_shared_spec(text):
@@ -69,8 +69,6 @@ def open_index(
         _warn_ttl_ignored("memory" if text == "memory" else "disk")
     if text == "memory":
         return MemoryIndex(max_distance, expected_size=expected_size)
-    if not create and not os.path.exists(text):
-        raise FileNotFoundError(errno.ENOENT, "no index there", text)
     return DiskIndex(text, max_distance, expected_size=expected_size, namespace=namespace,
                      signature=signature, reset=reset)
 
