@@ -16,41 +16,64 @@ import re
 
 from lxml import etree
 
-_BOILERPLATE_TAGS = ("nav", "header", "footer", "aside", "form", "menu", "dialog")
-_BOILERPLATE_TAG_SET = frozenset(_BOILERPLATE_TAGS)
+BOILERPLATE_TAGS = ("nav", "header", "footer", "aside", "form", "menu", "dialog")
+_BOILERPLATE_TAG_SET = frozenset(BOILERPLATE_TAGS)
 #: Only these are checked for boilerplate class/id names: containers and paragraphs (a
 #: byline, a copyright line), not inline text.
-_CONTAINER_TAGS = ("div", "section", "ul", "ol", "table", "p")
+CONTAINER_TAGS = ("div", "section", "ul", "ol", "table", "p")
 _BOILERPLATE_ROLES = frozenset(
     {"navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar", "dialog"}
 )
+
+
+class _CaseBlindPattern:
+    """A lower-case pattern searched case-insensitively, ~4x faster in ASCII text.
+
+    ASCII text is lower-cased and searched case-sensitively: the same matches, since the
+    non-ASCII characters that ``re.IGNORECASE`` also equates with ASCII letters (the
+    Kelvin sign with k, the long s with s) cannot be in it. Class and id names are ASCII.
+    """
+
+    def __init__(self, pattern: str) -> None:
+        self._ascii = re.compile(pattern)
+        self._any = re.compile(pattern, re.IGNORECASE)
+
+    def found_in(self, text: str) -> bool:
+        if text.isascii():
+            return self._ascii.search(text.lower()) is not None
+        return self._any.search(text) is not None
+
+
 # Readability's "unlikely candidates", extended with counters, share bars, meta lines,
 # bylines, copyright and disclaimer notes.
 # Short words must stand alone (between separators); long ones may be part of a word
 # ("sphinxsidebar").
-_UNLIKELY = re.compile(
+_UNLIKELY = _CaseBlindPattern(
     r"(?:^|[\s_-])(?:ad|ads|adv|adbox|adsbox|byline|meta|nav|tags?|share|reply)(?=$|[\s_-])|"
     r"advert|banner|breadcrumb|comment|community|cookie|copyright|counter|disclaimer|disqus|"
     r"footer|gdpr|header|menu|navbar|navigation|pager|pagination|popup|promo|recommend|related|remark|replies|"
-    r"rss|sharing|shoutbox|sidebar|skyscraper|social|sponsor|subscribe|toolbar|topbar|widget",
-    re.IGNORECASE,
+    r"rss|sharing|shoutbox|sidebar|skyscraper|social|sponsor|subscribe|toolbar|topbar|widget"
 )
 # Ids are often made from headings ("s-meta-options"): only the long words count there.
-_UNLIKELY_ID = re.compile(
+_UNLIKELY_ID = _CaseBlindPattern(
     r"advert|banner|breadcrumb|comment|cookie|footer|header|menu|navbar|navigation|"
-    r"pagination|popup|sidebar|social|sponsor|toolbar",
-    re.IGNORECASE,
+    r"pagination|popup|sidebar|social|sponsor|toolbar"
 )
 # ...unless the same class/id also says it is the content.
-_LIKELY = re.compile(r"article|body|content|main|post|entry|story", re.IGNORECASE)
-_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_LIKELY = _CaseBlindPattern(r"article|body|content|main|post|entry|story")
+_HIDDEN_STYLE = _CaseBlindPattern(r"display\s*:\s*none|visibility\s*:\s*hidden")
 #: An element holding more than this share of the page's text is never pruned:
 #: some sites wrap the whole page in a <header> or a "page-header" div.
-_MAX_PRUNED_SHARE = 0.8
+MAX_PRUNED_SHARE = 0.8
 # Credit and legal lines, by how they start: who edited or wrote a page, where it was
 # copied from, its copyright or disclaimer. A repost brings its own (another editor,
 # another source), so they differ between copies of one article. Chinese sites write
 # 责任编辑 "editor in charge", 免责声明 "disclaimer", 来源 "source", 原标题 "original title".
+#: How a credit or name line may start: an opening bracket, then (after spaces) one of
+#: the first letters of the patterns below (either case). Checked before the patterns:
+#: most blocks start otherwise, and the case-blind patterns cost ~0.5 us a block.
+CREDIT_BRACKETS = "([（【"
+CREDIT_FIRST_LETTERS = "责免版来本文原出转©编作记cCaAdDpPwW"
 _CREDIT_LINE = re.compile(
     r"[(\[（【]?\s*(?:"
     r"责任编辑|免责声明|版权声明|版权所有|"
@@ -79,7 +102,7 @@ def _is_hidden(attributes: dict[str, str]) -> bool:
     if "hidden" in attributes or attributes.get("aria-hidden") == "true":
         return True
     style = attributes.get("style")
-    return style is not None and _HIDDEN_STYLE.search(style) is not None
+    return style is not None and _HIDDEN_STYLE.found_in(style)
 
 
 def _boilerplate_elements(body: etree._Element) -> list[etree._Element]:
@@ -87,7 +110,7 @@ def _boilerplate_elements(body: etree._Element) -> list[etree._Element]:
     # tagged ones come first, as they are removed first.
     tagged: list[etree._Element] = []
     named: list[etree._Element] = []
-    for element in body.iter(*_BOILERPLATE_TAGS, *_CONTAINER_TAGS):
+    for element in body.iter(*BOILERPLATE_TAGS, *CONTAINER_TAGS):
         if element.tag in _BOILERPLATE_TAG_SET:
             tagged.append(element)
         elif _is_named_boilerplate(element):
@@ -108,20 +131,22 @@ def _is_named_boilerplate(element: etree._Element) -> bool:
     if verdict is None:
         if len(_VERDICTS) >= _MAX_VERDICTS:
             _VERDICTS.clear()  # simpler than LRU; a site's attributes come back at once
-        verdict = _VERDICTS[pairs] = _attributes_say_boilerplate(dict(pairs))
+        verdict = _VERDICTS[pairs] = attributes_say_boilerplate(pairs)
     return verdict
 
 
-def _attributes_say_boilerplate(attributes: dict[str, str]) -> bool:
+def attributes_say_boilerplate(pairs: tuple[tuple[str, str], ...]) -> bool:
+    """Whether an element with these attributes (``element.items()``) is boilerplate."""
+    attributes = dict(pairs)
     if attributes.get("role") in _BOILERPLATE_ROLES or _is_hidden(attributes):
         return True
     names, element_id = attributes.get("class"), attributes.get("id")
     if names is None and element_id is None:
         return False
-    says_boilerplate = (names is not None and _UNLIKELY.search(names) is not None) or (
-        element_id is not None and _UNLIKELY_ID.search(element_id) is not None
+    says_boilerplate = (names is not None and _UNLIKELY.found_in(names)) or (
+        element_id is not None and _UNLIKELY_ID.found_in(element_id)
     )
-    return says_boilerplate and not _LIKELY.search(f"{names} {element_id}")
+    return says_boilerplate and not _LIKELY.found_in(f"{names} {element_id}")
 
 
 def is_credit_line(block: str) -> bool:
@@ -137,11 +162,17 @@ def is_credit_line(block: str) -> bool:
     # Stripped first: the patterns must not start with \s*, which would try every
     # split of an indented block's leading spaces (quadratic).
     block = block.lstrip()
-    if len(block) > _MAX_CREDIT_LINE:
+    if len(block) > _MAX_CREDIT_LINE or not _may_be_credit_line(block):
         return False
     if _CREDIT_LINE.match(block) is not None:
         return True
     return len(block) <= _MAX_NAME_LINE and _NAME_LINE.match(block) is not None
+
+
+def _may_be_credit_line(block: str) -> bool:
+    if block[:1] in CREDIT_BRACKETS:
+        block = block[1:].lstrip()
+    return block[:1] in CREDIT_FIRST_LETTERS if block else False
 
 
 def prune_boilerplate(body: etree._Element) -> None:
@@ -155,7 +186,7 @@ def prune_boilerplate(body: etree._Element) -> None:
             if parent is not None:
                 _remove_keeping_tail(parent, element)
         return
-    limit = _MAX_PRUNED_SHARE * _text_chars(body)
+    limit = MAX_PRUNED_SHARE * _text_chars(body)
     for element in doomed:
         parent = element.getparent()
         if parent is None or _text_chars(element) > limit:
@@ -178,7 +209,7 @@ def _all_small(body: etree._Element, doomed: list[etree._Element]) -> bool:
         for element, size in zip(doomed, sizes)
         if not any(ancestor in among for ancestor in element.iterancestors())
     )
-    return max(sizes) <= _MAX_PRUNED_SHARE * outermost
+    return max(sizes) <= MAX_PRUNED_SHARE * outermost
 
 
 def _remove_keeping_tail(parent: etree._Element, element: etree._Element) -> None:

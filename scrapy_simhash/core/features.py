@@ -17,6 +17,13 @@ import numpy.typing as npt
 from . import hashing, segment
 from .fingerprint import simhash
 
+try:
+    from . import _features  # the C tokens -> shingle counts, built at install when a compiler is there
+except ImportError:  # no compiler: regex + NumPy, with the same results
+    _features = None  # type: ignore[assignment]
+else:
+    _features.set_script_classes(*segment.SCRIPT_CLASSES)
+
 #: How a shingle seen ``tf`` times on a page is weighted.
 WEIGHTINGS = ("log", "tf", "binary")
 
@@ -34,6 +41,13 @@ class Features(NamedTuple):
 
 
 Content = Union[str, Sequence[str]]
+
+
+def kernel() -> str:
+    """Which code turns blocks into shingle counts: ``"c"`` (:mod:`._features`, built at install)
+    or ``"python"``. C runs for the ``"char"`` segmenter with shingles of 2+ tokens and no block
+    weights (the defaults of :class:`~.fingerprinter.FingerprintOptions`); Python otherwise."""
+    return "python" if _features is None else "c"
 
 
 class Featurizer:
@@ -78,6 +92,8 @@ class Featurizer:
         self.tokens = segment.Tokenizer(segmenter)
         self._hash_tokens = hashing.TokenHasher(hash_key)
         self._separator_hash = np.uint64(hashing.token_hash(segment.BLOCK_SEPARATOR, hash_key))
+        native = _features is not None and segmenter == "char" and shingle_size > 1
+        self._table = _features.TokenTable(hash_key, hashing.DEFAULT_CAPACITY) if native else None
 
     def features(self, content: Content, block_weights: Sequence[float] | None = None) -> Features:
         """Features of a text, or of blocks (with optional per-block weight factors).
@@ -91,6 +107,8 @@ class Featurizer:
             raise ValueError(f"{len(blocks)} blocks but {len(block_weights)} block weights")
         if self.shingle_size == 1 and block_weights is None:
             return self._unigrams("\n".join(blocks))
+        if self._table is not None and block_weights is None:
+            return self._native_features(self._table, blocks)
         token_hashes, is_separator = self._hash_blocks(blocks)
         n_tokens = len(token_hashes) - int(np.count_nonzero(is_separator))
         if block_weights is None:
@@ -103,6 +121,12 @@ class Featurizer:
             shingles = hashing.block_shingle_hashes(tokens, self.shingle_size, lengths)
             hashes, weights = self._weigh_blocks(shingles, lengths, block_weights)
         return Features(hashes, weights, n_tokens)
+
+    def _native_features(self, table: _features.TokenTable, blocks: list[str]) -> Features:
+        """:meth:`features` of blocks without block weights, in C (see :func:`kernel`)."""
+        hashes, counts, n_tokens = table.shingle_counts(blocks, self.shingle_size)
+        weights = self._damp(np.frombuffer(counts, dtype=np.int64))
+        return Features(np.frombuffer(hashes, dtype=np.uint64), weights, n_tokens)
 
     def _hash_blocks(self, blocks: list[str]) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
         """Token hashes of all blocks, separators between blocks included (and marked)."""
@@ -134,6 +158,8 @@ class Featurizer:
             weights = counts.astype(np.float64)
         else:
             weights = np.ones(len(counts))
+        if factors is None and self.max_weight is None and self.weighting != "log":
+            return weights  # whole numbers: already multiples of 1/1024
         if factors is not None:
             weights *= factors
         if self.max_weight is not None:

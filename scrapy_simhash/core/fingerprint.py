@@ -11,6 +11,11 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+try:
+    from . import _features  # the C votes, built at install time when a C compiler is there
+except ImportError:  # no compiler: NumPy, with the same results
+    _features = None  # type: ignore[assignment]
+
 #: Fingerprint width: Manku, Jain & Das Sarma (WWW 2007) use f = 64 bits.
 FINGERPRINT_BITS = 64
 _MASK = (1 << FINGERPRINT_BITS) - 1
@@ -48,6 +53,21 @@ def simhash_margins(
     """
     if len(hashes) != len(weights):
         raise ValueError(f"{len(hashes)} hashes but {len(weights)} weights")
+    if _features is not None:
+        # None when a weight is not a multiple of 1/1024: sums of other floats depend on the
+        # order they are added in, so NumPy's own order decides.
+        found = _features.simhash_votes(
+            np.ascontiguousarray(hashes, dtype=np.uint64), np.ascontiguousarray(weights, dtype=np.float64)
+        )
+        if found is not None:
+            return found[0], np.frombuffer(found[1], dtype=np.float64)
+    return _numpy_margins(hashes, weights)
+
+
+def _numpy_margins(
+    hashes: npt.NDArray[np.uint64], weights: npt.NDArray[np.floating]
+) -> tuple[int, npt.NDArray[np.float64]]:
+    """:func:`simhash_margins` in NumPy (when the C votes were not built, or cannot be exact)."""
     # One flat unpack then a reshape: ~3x faster than unpacking along axis 1.
     bits = np.unpackbits(
         np.ascontiguousarray(hashes, dtype="<u8").view(np.uint8), bitorder=_BIT_ORDER

@@ -143,7 +143,8 @@ class Fingerprinter:
     ) -> FingerprintResult:
         """Fingerprint a page; *encoding* is the HTTP-declared one, if any."""
         try:
-            root = text.parse_html(html, encoding=encoding)
+            # Our extractor leaves invisible elements out itself (in C, without a walk of the tree).
+            root = text.parse_html(html, encoding=encoding, strip_invisible=self._extract is not content.extract_main_blocks)
         except text.NotHtmlError as exc:
             return FingerprintResult(None, skip_reason=exc.reason)
         blocks = content_blocks(self._extract(root))

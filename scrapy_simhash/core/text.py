@@ -22,10 +22,10 @@ _PARSER = etree.HTMLParser(
     encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True, recover=True,
     collect_ids=False,
 )  # fmt: skip
-_INVISIBLE_TAGS = (
-    "script", "style", "noscript", "template", "svg", "iframe", "head", "object", "embed",
-    "canvas", "math", "select", "textarea", "button", etree.Comment, etree.ProcessingInstruction,
-)  # fmt: skip
+#: Elements that are never visible text (with comments and processing instructions).
+INVISIBLE_TAGS = frozenset(
+    "script style noscript template svg iframe head object embed canvas math select textarea button".split()
+)
 #: Elements that start a new line in a browser: text on either side is a separate block.
 BLOCK_TAGS = frozenset(
     "address article aside blockquote body br dd details dialog div dl dt fieldset figcaption "
@@ -80,6 +80,15 @@ def _is_utf8(body: bytes, encoding: str | None) -> bool:
     return True
 
 
+def _encode(html: str) -> tuple[bytes, bool]:
+    """*html* in UTF-8, and whether that is known valid (not to be checked again)."""
+    try:
+        data = html.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates, from a badly decoded page
+        return html.encode("utf-8", "surrogatepass"), False
+    return data, len(data) <= MAX_HTML_BYTES  # a cut may split a character
+
+
 def _check_body(body: bytes) -> None:
     head = body[:1024]
     if b"\x00" in head or head.startswith(_BINARY_MAGIC):
@@ -90,19 +99,22 @@ def _check_body(body: bytes) -> None:
         raise NotHtmlError("not_html")
 
 
-def parse_html(html: bytes | str, encoding: str | None = None) -> etree._Element:
-    """Parse *html* into an lxml tree without invisible elements.
+def parse_html(
+    html: bytes | str, encoding: str | None = None, *, strip_invisible: bool = True
+) -> etree._Element:
+    """Parse *html* into an lxml tree without invisible elements (unless not *strip_invisible*).
 
     Raise :class:`NotHtmlError` (``binary``, ``empty``, ``not_html``) when it is not a page.
     """
-    if isinstance(html, str):
-        html = html.encode("utf-8", "surrogatepass")
+    known_utf8 = False
+    if isinstance(html, str):  # Scrapy's response.text, decoded already
+        html, known_utf8 = _encode(html)
         encoding = "utf-8"
     elif not isinstance(html, (bytes, bytearray, memoryview)):
         raise TypeError(f"html must be bytes or str, not {type(html).__name__}")
     html = bytes(html[:MAX_HTML_BYTES])
     _check_body(html)
-    if not _is_utf8(html, encoding):
+    if not known_utf8 and not _is_utf8(html, encoding):
         # lxml refuses str with an encoding declaration: re-encode and say it is UTF-8.
         html = decode_html(html, encoding).encode("utf-8", "surrogatepass")
     try:
@@ -111,8 +123,14 @@ def parse_html(html: bytes | str, encoding: str | None = None) -> etree._Element
         root = None
     if root is None:
         raise NotHtmlError("empty")
-    etree.strip_elements(root, *_INVISIBLE_TAGS, with_tail=False)
+    if strip_invisible:
+        strip_invisible_elements(root)
     return root
+
+
+def strip_invisible_elements(root: etree._Element) -> None:
+    """Remove the invisible elements (:data:`INVISIBLE_TAGS`, comments, ...), keeping their tails."""
+    etree.strip_elements(root, *INVISIBLE_TAGS, etree.Comment, etree.ProcessingInstruction, with_tail=False)
 
 
 def normalize(content: str) -> str:

@@ -22,7 +22,7 @@ LINK_TEXT = re.compile("\ue001[^\ue002]*\ue002")
 #: Parents with at most this many children have all of them sized at once (and the
 #: likely biggest derived, not serialised); more (an article's paragraphs) in order,
 #: lazily, as the descent usually stops early among them.
-_MAX_SIZED_AT_ONCE = 16
+MAX_SIZED_AT_ONCE = 16
 
 
 def mark_links(body: etree._Element) -> None:
@@ -65,7 +65,7 @@ class ChildSizes:
 
     def of_children(self, parent: etree._Element, held: int) -> Iterator[tuple[etree._Element, int]]:
         """``(child, chars)`` for the children of *parent*, which holds *held* characters."""
-        if len(parent) <= _MAX_SIZED_AT_ONCE:
+        if len(parent) <= MAX_SIZED_AT_ONCE:
             return iter(self._all_at_once(parent, held))
         return self._in_order(parent, held)
 

@@ -1,0 +1,161 @@
+"""The C extraction (scrapy_simhash.core._extract) against the Python code, its oracle."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lxml import etree
+
+from conftest import CORPUS, needs_corpus
+from scrapy_simhash.core import content, text
+
+BUILT = content._extract
+needs_c = pytest.mark.skipif(
+    BUILT is None, reason="scrapy_simhash.core._extract was not built: no C compiler at install"
+)
+
+
+@contextmanager
+def python_extraction() -> Iterator[None]:
+    """extract_main_blocks runs the Python code inside the block."""
+    saved = content._extract
+    content._extract = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        content._extract = saved
+
+
+def both_ways(html: bytes | str, strip_invisible: bool = False) -> tuple[list[str], list[str]]:
+    """The blocks from C (never falling back) and from Python, each on its own parse of *html*."""
+    c_blocks = BUILT.main_blocks(text.parse_html(html, strip_invisible=strip_invisible))
+    with python_extraction():
+        python_blocks = content.extract_main_blocks(text.parse_html(html, strip_invisible=strip_invisible))
+    return c_blocks, python_blocks
+
+
+# ---- Generated pages: every construct the algorithm treats apart -------------------
+
+_WORDS = st.sampled_from(
+    [
+        "near", "duplicate", "pages", "the", "a", " ", "  ", "\n", "\t", "\xa0", "中文", "页面的", "。",
+        "Copyright 2024 Example", "© Example", "（责任编辑：王伟）", "来源：新华社", "Posted by Ann", "[ 编辑: x ]",
+        "\ue000", "\ue001", "\ue002", "x\ue001y\ue002z", "&amp;", "&lt;b&gt;", "&nbsp;", "é\u0301", "😀",
+    ]
+)  # fmt: skip
+_TEXTS = st.lists(_WORDS, max_size=6).map("".join)
+_CLASSES = st.sampled_from(
+    ["", "content", "sidebar", "nav", "ad", "post-body", "comments", "menu main", "row", "share-bar", "SideBar"]
+)
+_ATTRIBUTES = st.lists(
+    st.one_of(
+        _CLASSES.map(lambda names: f'class="{names}"'),
+        st.sampled_from(["footer", "post", "s-meta", "par_id123", "main-content"]).map(lambda name: f'id="{name}"'),
+        st.sampled_from(['role="navigation"', 'role="main"', "hidden", 'aria-hidden="true"']),
+        st.sampled_from(['style="display: none"', 'style="color: red"', 'data-x="1"', 'href="/a"']),
+    ),
+    max_size=3,
+).map(" ".join)
+_CONTAINERS = st.sampled_from(
+    [
+        "div", "section", "article", "main", "nav", "header", "footer", "aside", "form", "ul", "ol", "li",
+        "table", "tr", "td", "p", "pre", "blockquote", "h1", "h2", "span", "b", "a", "menu", "dialog",
+        "script", "style", "noscript", "template", "button", "br", "hr", "custom-tag",
+    ]
+)  # fmt: skip
+
+
+def _element(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    def render(parts: tuple[str, str, list[str], str, str]) -> str:
+        tag, attributes, inner, own_text, tail = parts
+        return f"<{tag} {attributes}>{own_text}{''.join(inner)}</{tag}>{tail}"
+
+    return st.tuples(_CONTAINERS, _ATTRIBUTES, st.lists(children, max_size=5), _TEXTS, _TEXTS).map(render)
+
+
+_PAGES = st.recursive(_TEXTS, _element, max_leaves=40).map(lambda body: f"<html><body>{body}</body></html>")
+
+
+@needs_c
+@settings(max_examples=400, deadline=None)
+@given(_PAGES)
+def test_generated_pages_give_the_python_blocks(page: str) -> None:
+    c_blocks, python_blocks = both_ways(page)
+    assert c_blocks == python_blocks
+
+
+@needs_c
+@settings(max_examples=100, deadline=None)
+@given(_PAGES)
+def test_generated_pages_give_the_same_blocks_stripped_or_not(page: str) -> None:
+    assert both_ways(page, strip_invisible=True) == both_ways(page, strip_invisible=False)
+
+
+# ---- Trees it does not model: the Python code runs ---------------------------------
+
+
+@needs_c
+def test_comments_fall_back_to_python() -> None:
+    parser = etree.HTMLParser()  # keeps comments, unlike text.parse_html
+    page = "<html><body><p>First paragraph of the article.</p><!-- a note --><p>Second one.</p></body></html>"
+    with pytest.raises(BUILT.Unsupported):
+        BUILT.main_blocks(etree.fromstring(page, parser))
+    with python_extraction():
+        expected = content.extract_main_blocks(etree.fromstring(page, parser))
+    assert content.extract_main_blocks(etree.fromstring(page, parser)) == expected
+    assert expected == ["First paragraph of the article.", "Second one."]
+
+
+@needs_c
+def test_pages_past_65534_lines_fall_back_to_python() -> None:
+    page = "<html><body>" + "\n" * 70_000 + "<div><p>Far down the page.</p></div></body></html>"
+    with pytest.raises(BUILT.Unsupported):
+        BUILT.main_blocks(text.parse_html(page))
+    assert content.extract_main_blocks(text.parse_html(page)) == ["Far down the page."]
+
+
+@needs_c
+def test_rejects_what_is_not_an_lxml_element() -> None:
+    with pytest.raises(TypeError, match="lxml element"):
+        BUILT.main_blocks("<p>not parsed</p>")
+
+
+@needs_c
+def test_leaves_the_tree_as_it_was() -> None:
+    page = (
+        '<html><body><nav><a href="/">Home</a></nav><div class="content"><h1>Title</h1>'
+        "<p>Text of the article, long enough to be the content.</p><script>x()</script></div></body></html>"
+    )
+    root = text.parse_html(page, strip_invisible=False)
+    before = etree.tostring(root)
+    assert content.extract_main_blocks(root) == ["Title", "Text of the article, long enough to be the content."]
+    assert etree.tostring(root) == before
+
+
+def test_kernel_names_the_code_that_runs() -> None:
+    assert content.kernel() == ("python" if BUILT is None else "c")
+    with python_extraction():
+        assert content.kernel() == "python"
+
+
+# ---- The dev corpus ----------------------------------------------------------------
+
+
+@needs_c
+@needs_corpus
+@pytest.mark.slow
+def test_every_dev_corpus_page_gives_the_python_blocks() -> None:
+    differing = []
+    with gzip.open(CORPUS / "pages.jsonl.gz", "rt", encoding="utf-8") as lines:
+        for line in lines:
+            page = json.loads(line)
+            c_blocks, python_blocks = both_ways(page["html"].encode())
+            if c_blocks != python_blocks:
+                differing.append(page["id"])
+    assert differing == []
