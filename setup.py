@@ -4,12 +4,18 @@ Each is built when a C compiler and Python's headers are there; without them the
 install goes on and the same code runs in Python (same results, slower):
 
 - ``scrapy_simhash.index._scan``: the index probe (else NumPy);
-- ``scrapy_simhash.core._features``: tokens -> shingle hashes and counts (else regex + NumPy);
-- ``scrapy_simhash.core._extract``: main-content extraction on lxml's tree (else lxml calls
-  from Python). It reads libxml2's nodes directly, with the headers lxml ships.
+- ``scrapy_simhash.core._features`` (``core/features_c/``): tokens -> shingle hashes and
+  counts, and SimHash votes (else regex + NumPy);
+- ``scrapy_simhash.core._extract`` (``core/extract_c/``): main-content extraction on lxml's
+  tree (else lxml calls from Python). It reads libxml2's nodes directly, with the
+  headers lxml ships, so lxml is a build requirement (pyproject.toml).
 """
 
+from pathlib import Path
+
 from setuptools import Extension, setup
+
+CORE = Path("scrapy_simhash", "core")
 
 
 def _lxml_include_dirs() -> list[str]:
@@ -20,23 +26,23 @@ def _lxml_include_dirs() -> list[str]:
     return list(lxml.get_include())
 
 
+def _c_extension(name: str, folder: Path, **options: object) -> Extension:
+    """One module from the .c files of *folder*; its headers rebuild it when they change."""
+    return Extension(
+        name,
+        sources=sorted(str(path) for path in folder.glob("*.c")),
+        depends=sorted(str(path) for path in folder.glob("*.h")),
+        optional=True,
+        **options,
+    )
+
+
 _LXML_INCLUDES = _lxml_include_dirs()
 
 setup(
     ext_modules=[
         Extension("scrapy_simhash.index._scan", ["scrapy_simhash/index/_scan.c"], optional=True),
-        Extension("scrapy_simhash.core._features", ["scrapy_simhash/core/_features.c"], optional=True),
-        *(
-            [
-                Extension(
-                    "scrapy_simhash.core._extract",
-                    ["scrapy_simhash/core/_extract.c"],
-                    include_dirs=_LXML_INCLUDES,
-                    optional=True,
-                )
-            ]
-            if _LXML_INCLUDES
-            else []
-        ),
+        _c_extension("scrapy_simhash.core._features", CORE / "features_c"),
+        *([_c_extension("scrapy_simhash.core._extract", CORE / "extract_c", include_dirs=_LXML_INCLUDES)] if _LXML_INCLUDES else []),
     ]
 )

@@ -1,0 +1,28 @@
+# The C extraction (_extract.c); see content.extract_main_blocks and content._configure_c_code.
+from collections.abc import Callable
+
+from lxml import etree
+
+BLOCK: int
+BOILERPLATE: int
+CONTAINER: int
+LINK: int
+HEADING: int
+MAIN: int
+ARTICLE: int
+KEPT: int
+TEXT_BLOCK: int
+LISTING: int
+INVISIBLE: int
+
+class Unsupported(ValueError): ...
+
+def main_blocks(root: etree._Element, /) -> list[str]: ...
+def configure(
+    tags: dict[bytes, int],
+    verdict: Callable[[tuple[tuple[str, str], ...]], bool],
+    credit: tuple[Callable[[str], bool], str, str],
+    shares: tuple[float, float, float, float, float, float, float],
+    counts: tuple[int, int],
+    /,
+) -> None: ...

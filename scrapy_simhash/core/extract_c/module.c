@@ -1,0 +1,189 @@
+/* The module: configure() takes the rules from Python, main_blocks() runs them.
+ *
+ * lxml's _Element is {PyObject_HEAD; _Document _doc; xmlNode *_c_node; ...}, public C
+ * API since lxml 2 (lxml/includes/etreepublic.pxd); the node layout is libxml2's
+ * public one, from the headers lxml ships.
+ */
+#include "extract.h"
+
+typedef struct {
+    PyObject_HEAD void *document;
+    xmlNode *c_node;
+} LxmlElement;
+
+Rules extract_rules;
+PyObject *extract_unsupported;
+static PyTypeObject *element_type; /* lxml.etree._Element */
+
+/* root.find("body"), or the root. */
+static const xmlNode *
+find_body(const xmlNode *root)
+{
+    for (const xmlNode *child = root->children; child != NULL; child = child->next) {
+        if (child->type == XML_ELEMENT_NODE && child->ns == NULL && strcmp((const char *)child->name, "body") == 0) {
+            return child;
+        }
+    }
+    return root;
+}
+
+static PyObject *
+extract(Tree *tree, int *behind)
+{
+    if (extract_prune(tree) < 0) {
+        return NULL;
+    }
+    long prose, everything;
+    extract_measure_both(tree, 0, &prose, &everything);
+    /* A table of contents is all links: then the links are the content. */
+    int links_are_content = (double)prose < extract_rules.prose_share * (double)everything;
+    int n_behind = 0;
+    int container =
+        extract_main_container(tree, !links_are_content, links_are_content ? everything : prose, behind, &n_behind);
+    if (container < 0) {
+        return NULL;
+    }
+    PyObject *blocks = PyList_New(0);
+    Buffer text = {0}, scratch = {0};
+    behind[n_behind++] = container;
+    for (int i = 0; blocks != NULL && i < n_behind; i++) {
+        if (extract_split_blocks(tree, behind[i], links_are_content, blocks, &text, &scratch) < 0) {
+            Py_CLEAR(blocks);
+        }
+    }
+    PyMem_Free(text.data);
+    PyMem_Free(scratch.data);
+    return blocks;
+}
+
+/* The arrays of the last call, kept for the next (pages come one after another): no
+ * allocation per page. A call made from inside a call (by a callback) gets its own. */
+static Tree kept_tree;
+static int kept_tree_in_use;
+#define MAX_KEPT_EVENTS (1 << 20)
+
+static void
+release(Tree *tree)
+{
+    if (tree == &kept_tree) {
+        kept_tree_in_use = 0;
+        if (tree->cap_events <= MAX_KEPT_EVENTS) {
+            return; /* keep them, unless a huge page made them huge */
+        }
+    }
+    PyMem_Free(tree->events);
+    PyMem_Free(tree->elements);
+    PyMem_Free(tree->texts);
+    *tree = (Tree){0};
+}
+
+static PyObject *
+main_blocks(PyObject *module, PyObject *root)
+{
+    if (extract_rules.tags == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
+        return NULL;
+    }
+    if (!PyObject_TypeCheck(root, element_type)) {
+        PyErr_Format(PyExc_TypeError, "root must be an lxml element, not %.100s", Py_TYPE(root)->tp_name);
+        return NULL;
+    }
+    const xmlNode *node = ((LxmlElement *)root)->c_node;
+    if (node == NULL || node->type != XML_ELEMENT_NODE) {
+        PyErr_SetString(extract_unsupported, "not an element node");
+        return NULL;
+    }
+    const xmlNode *body = find_body(node);
+    Tree own = {0}, *tree = kept_tree_in_use ? &own : &kept_tree;
+    kept_tree_in_use = 1;
+    tree->n_events = tree->n_elements = tree->n_texts = 0;
+    PyObject *blocks = NULL;
+    int *behind = NULL;
+    if (extract_flatten(tree, body) == 0) {
+        behind = PyMem_Malloc(sizeof(int) * ((size_t)tree->n_elements + 1));
+        blocks = behind ? extract(tree, behind) : PyErr_NoMemory();
+    }
+    PyMem_Free(behind);
+    release(tree);
+    return blocks;
+}
+
+static PyObject *
+configure(PyObject *module, PyObject *args)
+{
+    PyObject *tags, *verdict, *credit, *brackets, *letters;
+    double shares[7];
+    Py_ssize_t counts[2];
+    if (!PyArg_ParseTuple(args, "O!O(OUU)(ddddddd)(nn):configure", &PyDict_Type, &tags, &verdict, &credit, &brackets,
+                          &letters, &shares[0], &shares[1], &shares[2], &shares[3], &shares[4], &shares[5], &shares[6],
+                          &counts[0], &counts[1])) {
+        return NULL;
+    }
+    if (!PyCallable_Check(verdict) || !PyCallable_Check(credit)) {
+        PyErr_SetString(PyExc_TypeError, "verdict and credit must be callables");
+        return NULL;
+    }
+    Py_INCREF(tags), Py_INCREF(verdict), Py_INCREF(credit), Py_INCREF(brackets), Py_INCREF(letters);
+    Py_XSETREF(extract_rules.credit_brackets, brackets);
+    Py_XSETREF(extract_rules.credit_letters, letters);
+    Py_XSETREF(extract_rules.tags, tags);
+    Py_XSETREF(extract_rules.verdict, verdict);
+    Py_XSETREF(extract_rules.credit, credit);
+    extract_forget_verdicts(); /* they came from another verdict */
+    extract_rules.descend_share = shares[0], extract_rules.fair_share = shares[1],
+    extract_rules.winner_share = shares[2];
+    extract_rules.winner_margin = shares[3], extract_rules.link_density = shares[4],
+    extract_rules.prose_share = shares[5];
+    extract_rules.pruned_share = shares[6];
+    extract_rules.contestants = counts[0], extract_rules.sized_at_once = counts[1];
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"main_blocks", main_blocks, METH_O, "content.extract_main_blocks(root), without modifying the tree."},
+    {"configure", configure, METH_VARARGS,
+     "configure(tags, verdict, (credit, its brackets, its first letters), (descend, fair, winner, margin, link "
+     "density, prose, pruned shares),"
+     " (contestants, sized at once))"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "_extract", "Main-content extraction on libxml2's nodes, in C.", -1, methods,
+};
+
+PyMODINIT_FUNC
+PyInit__extract(void)
+{
+    PyObject *module = PyModule_Create(&module_def);
+    PyObject *etree = module ? PyImport_ImportModule("lxml.etree") : NULL;
+    element_type = etree ? (PyTypeObject *)PyObject_GetAttrString(etree, "_Element") : NULL;
+    Py_XDECREF(etree);
+    if (element_type == NULL || !PyType_Check(element_type)) {
+        Py_XDECREF(module);
+        return NULL;
+    }
+    extract_unsupported = PyErr_NewException("scrapy_simhash.core._extract.Unsupported", PyExc_ValueError, NULL);
+    static const struct {
+        const char *name;
+        long value;
+    } constants[] = {
+        {"BLOCK", BLOCK},           {"BOILERPLATE", BOILERPLATE},
+        {"CONTAINER", CONTAINER},   {"LINK", LINK},
+        {"HEADING", HEADING},       {"MAIN", MAIN},
+        {"ARTICLE", ARTICLE},       {"KEPT", KEPT},
+        {"TEXT_BLOCK", TEXT_BLOCK}, {"LISTING", LISTING},
+        {"INVISIBLE", INVISIBLE},
+    };
+    if (extract_unsupported == NULL || PyModule_AddObjectRef(module, "Unsupported", extract_unsupported) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof(constants) / sizeof(constants[0]); i++) {
+        if (PyModule_AddIntConstant(module, constants[i].name, constants[i].value) < 0) {
+            Py_DECREF(module);
+            return NULL;
+        }
+    }
+    return module;
+}

@@ -1,0 +1,235 @@
+/* Boilerplate by its role (boilerplate.prune_boilerplate): elements marked removed.
+ *
+ * The verdicts on attributes come from Python (boilerplate.attributes_say_boilerplate)
+ * and are remembered here by the attributes' bytes: a site repeats them on every page.
+ */
+#include "extract.h"
+
+/* Verdicts on attribute lists, kept across pages: a site repeats the same ones on every
+ * page. Keyed by the attributes' names and values; cleared when full, like the Python one. */
+#define VERDICT_SLOTS 8192
+#define MAX_VERDICTS 4096
+typedef struct {
+    uint64_t hash;
+    char *key;
+    Py_ssize_t length;
+    int verdict;
+} Verdict;
+static Verdict verdicts[VERDICT_SLOTS];
+static int n_verdicts;
+
+static int
+append_string(Buffer *buffer, const xmlChar *text)
+{
+    return extract_append(buffer, (const char *)text, (Py_ssize_t)strlen((const char *)text));
+}
+
+/* lxml's name of an attribute: "{namespace}name" or "name". */
+static int
+append_name(Buffer *buffer, const xmlAttr *attribute)
+{
+    if (attribute->ns != NULL && attribute->ns->href != NULL) {
+        if (extract_append(buffer, "{", 1) < 0 || append_string(buffer, attribute->ns->href) < 0
+            || extract_append(buffer, "}", 1) < 0) {
+            return -1;
+        }
+    }
+    return append_string(buffer, attribute->name);
+}
+
+/* lxml's value of an attribute: its text children ("" for <div hidden>). */
+static int
+append_value(Buffer *buffer, const xmlAttr *attribute)
+{
+    for (const xmlNode *child = attribute->children; child != NULL; child = child->next) {
+        if (child->type != XML_TEXT_NODE) {
+            PyErr_SetString(extract_unsupported, "an attribute holding an entity reference");
+            return -1;
+        }
+        if (child->content != NULL && append_string(buffer, child->content) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The attributes as element.items() gives them: ((name, value), ...). */
+static PyObject *
+attribute_pairs(const xmlNode *node)
+{
+    PyObject *pairs = PyList_New(0);
+    Buffer name = {0}, value = {0};
+    for (const xmlAttr *attribute = node->properties; pairs != NULL && attribute != NULL; attribute = attribute->next) {
+        name.length = value.length = 0;
+        PyObject *pair = NULL;
+        if (append_name(&name, attribute) == 0 && append_value(&value, attribute) == 0) {
+            pair = Py_BuildValue("(s#s#)", name.data ? name.data : "", name.length, value.data ? value.data : "",
+                                 value.length);
+        }
+        if (pair == NULL || PyList_Append(pairs, pair) < 0) {
+            Py_CLEAR(pairs);
+        }
+        Py_XDECREF(pair);
+    }
+    PyMem_Free(name.data);
+    PyMem_Free(value.data);
+    if (pairs == NULL) {
+        return NULL;
+    }
+    PyObject *tuple = PyList_AsTuple(pairs);
+    Py_DECREF(pairs);
+    return tuple;
+}
+
+void
+extract_forget_verdicts(void)
+{
+    for (int slot = 0; slot < VERDICT_SLOTS; slot++) {
+        PyMem_Free(verdicts[slot].key);
+    }
+    memset(verdicts, 0, sizeof(verdicts));
+    n_verdicts = 0;
+}
+
+/* boilerplate._is_named_boilerplate: 1, 0, or -1 with an exception. */
+static int
+named_boilerplate(const xmlNode *node, Buffer *key)
+{
+    if (node->properties == NULL) {
+        return 0;
+    }
+    key->length = 0;
+    for (const xmlAttr *attribute = node->properties; attribute != NULL; attribute = attribute->next) {
+        if (append_name(key, attribute) < 0 || extract_append(key, "", 1) < 0 || append_value(key, attribute) < 0
+            || extract_append(key, "", 1) < 0) {
+            return -1;
+        }
+    }
+    uint64_t hash = 0xcbf29ce484222325ULL; /* FNV-1a */
+    for (Py_ssize_t i = 0; i < key->length; i++) {
+        hash = (hash ^ (unsigned char)key->data[i]) * 0x100000001b3ULL;
+    }
+    size_t slot = (size_t)(hash % VERDICT_SLOTS);
+    for (; verdicts[slot].key != NULL; slot = (slot + 1) % VERDICT_SLOTS) {
+        const Verdict *known = &verdicts[slot];
+        if (known->hash == hash && known->length == key->length
+            && memcmp(known->key, key->data, (size_t)key->length) == 0) {
+            return known->verdict;
+        }
+    }
+    PyObject *pairs = attribute_pairs(node);
+    PyObject *answer = pairs ? PyObject_CallOneArg(extract_rules.verdict, pairs) : NULL;
+    Py_XDECREF(pairs);
+    int verdict = answer ? PyObject_IsTrue(answer) : -1;
+    Py_XDECREF(answer);
+    if (verdict < 0) {
+        return -1;
+    }
+    if (n_verdicts >= MAX_VERDICTS) {
+        extract_forget_verdicts(); /* simpler than LRU; a site's attributes come back at once */
+        for (slot = (size_t)(hash % VERDICT_SLOTS); verdicts[slot].key != NULL; slot = (slot + 1) % VERDICT_SLOTS) {
+        }
+    }
+    char *copy = PyMem_Malloc((size_t)key->length + 1);
+    if (copy != NULL) { /* out of memory: not remembered, still answered */
+        memcpy(copy, key->data, (size_t)key->length);
+        verdicts[slot] = (Verdict){hash, copy, key->length, verdict};
+        n_verdicts++;
+    }
+    return verdict;
+}
+
+static int
+has_doomed_ancestor(const Tree *tree, int index, const char *doomed)
+{
+    for (int at = tree->elements[index].parent; at >= 0; at = tree->elements[at].parent) {
+        if (doomed[at]) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int
+has_removed_ancestor(const Tree *tree, int index)
+{
+    for (int at = tree->elements[index].parent; at >= 0; at = tree->elements[at].parent) {
+        if (tree->elements[at].removed) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* boilerplate._all_small: no doomed element holds the share of the page that saves it. */
+static int
+all_small(const Tree *tree, const int *doomed, int n_doomed, char *is_doomed)
+{
+    long largest = 0, outermost = 0;
+    for (int i = 0; i < n_doomed; i++) {
+        long size = extract_text_chars(tree, doomed[i]);
+        largest = size > largest ? size : largest;
+        if (!has_doomed_ancestor(tree, doomed[i], is_doomed)) {
+            outermost += size;
+        }
+    }
+    return (double)largest <= extract_rules.pruned_share * (double)outermost;
+}
+
+/* Mark the boilerplate elements removed; -1 with an exception. The walk's root (the
+ * body) is never removed: removing it from its parent leaves its own text as it is. */
+int
+extract_prune(Tree *tree)
+{
+    int *doomed = PyMem_Malloc(sizeof(int) * (size_t)tree->n_elements * 2 + sizeof(int));
+    char *is_doomed = PyMem_Calloc((size_t)tree->n_elements + 1, 1);
+    Buffer key = {0};
+    int n_tagged = 0, n_named = 0, status = -1;
+    if (doomed == NULL || is_doomed == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int *named = doomed + tree->n_elements;
+    for (int index = 0; index < tree->n_elements; index++) {
+        unsigned flags = tree->elements[index].flags;
+        if (flags & BOILERPLATE) {
+            doomed[n_tagged++] = index;
+        } else if (flags & CONTAINER) {
+            int verdict = named_boilerplate(tree->elements[index].node, &key);
+            if (verdict < 0) {
+                goto done;
+            }
+            if (verdict) {
+                named[n_named++] = index;
+            }
+        }
+    }
+    /* The tagged ones first: they are removed first. */
+    memmove(doomed + n_tagged, named, sizeof(int) * (size_t)n_named);
+    int n_doomed = n_tagged + n_named;
+    for (int i = 0; i < n_doomed; i++) {
+        is_doomed[doomed[i]] = 1;
+    }
+    if (n_doomed && all_small(tree, doomed, n_doomed, is_doomed)) {
+        for (int i = 0; i < n_doomed; i++) {
+            tree->elements[doomed[i]].removed = doomed[i] != 0;
+        }
+    } else if (n_doomed) {
+        double limit = extract_rules.pruned_share * (double)extract_text_chars(tree, 0);
+        for (int i = 0; i < n_doomed; i++) {
+            int index = doomed[i];
+            if (index == 0 || has_removed_ancestor(tree, index)) {
+                continue; /* the body, or already gone with an ancestor */
+            }
+            if ((double)extract_text_chars(tree, index) <= limit) {
+                tree->elements[index].removed = 1;
+            }
+        }
+    }
+    status = 0;
+done:
+    PyMem_Free(doomed);
+    PyMem_Free(is_doomed);
+    PyMem_Free(key.data);
+    return status;
+}

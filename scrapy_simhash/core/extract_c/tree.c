@@ -1,0 +1,195 @@
+/* The tree as events: libxml2's nodes walked once, in document order, into arrays.
+ *
+ * Element start, text, element end: every later pass is a loop over a range of this
+ * array, and an element removed by the pruning is skipped by jumping to its end.
+ */
+#include "extract.h"
+
+static int
+grow(void **array, int *capacity, int needed, size_t item)
+{
+    if (needed <= *capacity) {
+        return 0;
+    }
+    int wanted = *capacity ? *capacity * 2 : 256;
+    void *bigger = PyMem_Realloc(*array, (size_t)wanted * item);
+    if (bigger == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *array = bigger;
+    *capacity = wanted;
+    return 0;
+}
+
+static int
+add_event(Tree *tree, int kind, int index)
+{
+    if (grow((void **)&tree->events, &tree->cap_events, tree->n_events + 1, sizeof(Event)) < 0) {
+        return -1;
+    }
+    tree->events[tree->n_events++] = (Event){kind, index};
+    return tree->n_events - 1;
+}
+
+int
+extract_append(Buffer *buffer, const char *data, Py_ssize_t length)
+{
+    if (buffer->length + length > buffer->capacity) {
+        Py_ssize_t wanted = (buffer->length + length) * 2 + 256;
+        char *bigger = PyMem_Realloc(buffer->data, (size_t)wanted);
+        if (bigger == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        buffer->data = bigger;
+        buffer->capacity = wanted;
+    }
+    memcpy(buffer->data + buffer->length, data, (size_t)length);
+    buffer->length += length;
+    return 0;
+}
+
+static unsigned
+tag_flags(const xmlNode *node)
+{
+    if (node->ns != NULL) { /* lxml names it "{namespace}name": no class of ours */
+        return 0;
+    }
+    PyObject *name = PyBytes_FromString((const char *)node->name);
+    if (name == NULL) {
+        return (unsigned)-1;
+    }
+    PyObject *flags = PyDict_GetItemWithError(extract_rules.tags, name);
+    Py_DECREF(name);
+    if (flags == NULL) {
+        return PyErr_Occurred() ? (unsigned)-1 : 0;
+    }
+    return (unsigned)PyLong_AsUnsignedLong(flags);
+}
+
+static int
+add_element(Tree *tree, const xmlNode *node, int parent, unsigned flags)
+{
+    if (grow((void **)&tree->elements, &tree->cap_elements, tree->n_elements + 1, sizeof(Element)) < 0) {
+        return -1;
+    }
+    int index = tree->n_elements++;
+    tree->elements[index] = (Element){node, parent, -1, -1, -1, -1, flags, 0, 0};
+    return index;
+}
+
+/* Where U+E000 + `which` (a block boundary, a link marker) starts in s[from:length], or -1. */
+Py_ssize_t
+extract_find_marker(const char *s, Py_ssize_t from, Py_ssize_t length, unsigned char which)
+{
+    while (from + 2 < length) {
+        const char *lead = memchr(s + from, MARK_BYTE, (size_t)(length - from - 2));
+        if (lead == NULL) {
+            return -1;
+        }
+        from = lead - s;
+        if ((unsigned char)s[from + 1] == 0x80 && (unsigned char)s[from + 2] == which) {
+            return from;
+        }
+        from++;
+    }
+    return -1;
+}
+
+static int
+add_text(Tree *tree, const xmlNode *node)
+{
+    if (grow((void **)&tree->texts, &tree->cap_texts, tree->n_texts + 1, sizeof(Text)) < 0) {
+        return -1;
+    }
+    const char *s = node->content ? (const char *)node->content : "";
+    Py_ssize_t bytes = (Py_ssize_t)strlen(s);
+    long continuation = 0, spaces = 0;
+    for (Py_ssize_t i = 0; i < bytes; i++) { /* a loop the compiler vectorises */
+        continuation += ((unsigned char)s[i] & 0xC0) == 0x80;
+        spaces += s[i] == ' ';
+    }
+    int markers = extract_find_marker(s, 0, bytes, 0x81) >= 0 || extract_find_marker(s, 0, bytes, 0x82) >= 0;
+    tree->texts[tree->n_texts] = (Text){s, bytes, bytes - continuation, spaces, markers};
+    return add_event(tree, TEXT, tree->n_texts++) < 0 ? -1 : 0;
+}
+
+/* Cache of tag classes by name pointer: libxml2 interns names in the parser's dictionary. */
+typedef struct {
+    const xmlChar *names[64];
+    unsigned flags[64];
+} TagCache;
+
+static unsigned
+cached_flags(TagCache *cache, const xmlNode *node)
+{
+    size_t slot = ((uintptr_t)node->name >> 4) % 64;
+    if (cache->names[slot] == node->name && node->ns == NULL) {
+        return cache->flags[slot];
+    }
+    unsigned flags = tag_flags(node);
+    if (node->ns == NULL && flags != (unsigned)-1) {
+        cache->names[slot] = node->name;
+        cache->flags[slot] = flags;
+    }
+    return flags;
+}
+
+/* Walk the subtree of `root` in document order into events; -1 with an exception. */
+int
+extract_flatten(Tree *tree, const xmlNode *root)
+{
+    TagCache cache = {{0}, {0}};
+    const xmlNode *node = root;
+    int parent = -1, previous = -1; /* previous: the last element child seen of `parent` */
+    while (node != NULL) {
+        if (node->type == XML_ELEMENT_NODE) {
+            if (node->line == 65535) {
+                PyErr_SetString(extract_unsupported, "line numbers past 65534");
+                return -1;
+            }
+            unsigned flags = cached_flags(&cache, node);
+            if (flags != (unsigned)-1 && (flags & INVISIBLE) && node != root) {
+                goto next; /* as if stripped: its subtree out, its tail in */
+            }
+            int index = flags == (unsigned)-1 ? -1 : add_element(tree, node, parent, flags);
+            if (index < 0 || (tree->elements[index].start = add_event(tree, START, index)) < 0) {
+                return -1;
+            }
+            if (previous >= 0) {
+                tree->elements[previous].next_sibling = index;
+            } else if (parent >= 0) {
+                tree->elements[parent].first_child = index;
+            }
+            if (node->children != NULL) {
+                parent = index, previous = -1;
+                node = node->children;
+                continue;
+            }
+            if ((tree->elements[index].end = add_event(tree, END, index)) < 0) {
+                return -1;
+            }
+            previous = index;
+        } else if (node->type == XML_TEXT_NODE || node->type == XML_CDATA_SECTION_NODE) {
+            if (add_text(tree, node) < 0) {
+                return -1;
+            }
+        } else {
+            PyErr_Format(extract_unsupported, "a node of type %d", (int)node->type);
+            return -1;
+        }
+    next:
+        /* Up to the next node in document order, closing the elements left. */
+        while (node != root && node->next == NULL) {
+            node = node->parent;
+            if ((tree->elements[parent].end = add_event(tree, END, parent)) < 0) {
+                return -1;
+            }
+            previous = parent;
+            parent = tree->elements[parent].parent;
+        }
+        node = node == root ? NULL : node->next;
+    }
+    return 0;
+}
