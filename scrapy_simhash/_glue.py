@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from scrapy import signals
 from scrapy.utils.asyncio import run_in_thread
 
-from .core.fingerprinter import Fingerprinter, FingerprintResult
+from .core.fingerprinter import Fingerprinter, FingerprintResult, python_stages
 from .index import IndexUnavailableError, Match, SimhashIndex, is_shared_spec, open_index
 
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ class NearDuplicateChecker:
         self._log_next_error = True
         self._open()
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        _warn_of_python_stages(logger)
 
     def _open(self) -> None:
         """Open the index now, so a bad path or an unreachable server fails the start."""
@@ -226,6 +227,17 @@ class NearDuplicateChecker:
 
     def _stats_set(self, name: str, value: int) -> None:
         self._crawler.stats.set_value(f"{self._prefix}/{name}", value)
+
+
+def _warn_of_python_stages(logger: logging.Logger) -> None:
+    """Fingerprinting runs slower without its C modules: say so when a component starts."""
+    slow = python_stages()
+    if slow:
+        logger.warning(
+            "Simhash runs its %(stages)s in Python: its C code was not built at install (no C compiler?),"
+            " so fingerprinting takes about twice as long (see the README, Set-up)",
+            {"stages": " and ".join(slow)},
+        )
 
 
 def summary(info: dict[str, Any]) -> str:

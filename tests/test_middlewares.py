@@ -165,8 +165,20 @@ def test_simhash_debug_logs_every_drop(caplog: pytest.LogCaptureFixture) -> None
 def test_opening_logs_the_index_once(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="scrapy_simhash"):
         middleware()
-    [record] = [r for r in caplog.records if r.name.startswith("scrapy_simhash")]
+    [record] = [r for r in caplog.records if r.name.startswith("scrapy_simhash") and r.levelno == logging.INFO]
     assert "backend=memory" in record.getMessage() and "max_distance=3" in record.getMessage()
+
+
+def test_fingerprinting_without_its_c_code_is_warned_of(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scrapy_simhash.core import content
+
+    with caplog.at_level(logging.WARNING, logger="scrapy_simhash"):
+        monkeypatch.setattr(content, "_extract", None)  # as if it was not built at install
+        middleware()
+    [record] = [r for r in caplog.records if r.name.startswith("scrapy_simhash")]
+    assert "main-content extraction" in record.getMessage() and "twice as long" in record.getMessage()
 
 
 def test_a_fingerprinting_bug_keeps_the_page(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -173,6 +173,13 @@ class Fingerprinter:
         )
 
 
+def python_stages() -> list[str]:
+    """The stages of fingerprinting that run in Python here, not in C: their C modules were
+    not built at install (no C compiler), and fingerprinting takes about twice as long."""
+    kernels = {"main-content extraction": content.kernel(), "features": features.kernel()}
+    return [stage for stage, kernel in kernels.items() if kernel != "c"]
+
+
 def content_blocks(raw_blocks: list[str]) -> list[str]:
     """Normalised blocks (see :func:`.text.normalize_blocks`) that hold a letter."""
     return [block for block in text.normalize_blocks(raw_blocks) if _HAS_LETTER.search(block)]

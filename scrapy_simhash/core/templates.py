@@ -88,8 +88,12 @@ class _DomainMemory:
             pages = pages_of.get(key)
             if pages is None:
                 seen[key] = count + 1
-            elif not any((page ^ other).bit_count() <= distance for other in pages):
-                pages.append(page)  # a new page, not a near-copy of one it was seen on
+                continue
+            for other in pages:  # (a loop, not any(): a generator per block costs more)
+                if (page ^ other).bit_count() <= distance:
+                    break  # a near-copy of a page it was seen on
+            else:
+                pages.append(page)
                 seen[key] = count + 1
                 if len(pages) >= _REMEMBERED_PAGES:
                     del pages_of[key]
