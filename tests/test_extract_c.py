@@ -23,13 +23,13 @@ needs_c = pytest.mark.skipif(
 
 @contextmanager
 def python_extraction() -> Iterator[None]:
-    """extract_main_blocks runs the Python code inside the block."""
-    saved = content._extract
-    content._extract = None  # type: ignore[assignment]
+    """extract_main_blocks and normalize_blocks run the Python code inside the block."""
+    saved = content._extract, text._extract
+    content._extract = text._extract = None  # type: ignore[assignment]
     try:
         yield
     finally:
-        content._extract = saved
+        content._extract, text._extract = saved
 
 
 def both_ways(html: bytes | str, strip_invisible: bool = False) -> tuple[list[str], list[str]]:
@@ -159,3 +159,23 @@ def test_every_dev_corpus_page_gives_the_python_blocks() -> None:
             if c_blocks != python_blocks:
                 differing.append(page["id"])
     assert differing == []
+
+
+# ---- Normalised blocks (text.normalize_blocks) ---------------------------------------
+
+_BLOCK_TEXT = st.lists(
+    st.one_of(
+        st.sampled_from([" ", "\t", "\n", "\x1c", "\x1f", "\x85", "\xa0", "\u2028", "\u3000", "\ue000", "\u200b"]),
+        st.sampled_from(["a", "É", "中", "_", "7", "٣", "²", "-", "|", "😀", "ǅ"]),
+    ),
+    max_size=30,
+).map("".join)
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_BLOCK_TEXT, max_size=6), st.booleans())
+def test_normalised_blocks_are_the_python_ones(blocks: list[str], with_letter: bool) -> None:
+    c_blocks = text.normalize_blocks(blocks, with_letter=with_letter)
+    with python_extraction():
+        assert c_blocks == text.normalize_blocks(blocks, with_letter=with_letter)

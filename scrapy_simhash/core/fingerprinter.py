@@ -11,7 +11,6 @@ any extractor you pass) -> normalised blocks -> the site's template blocks left 
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 from urllib.parse import urlsplit
@@ -22,8 +21,6 @@ from .fingerprint import simhash_margins, weakest_bits
 Segmenter = Literal["char", "auto", "jieba", "rjieba"]
 Weighting = Literal["tf", "log", "binary"]
 
-# A block without a single letter (a lone counter, a date, "|") carries no content.
-_HAS_LETTER = re.compile(r"[^\W\d_]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +179,7 @@ def python_stages() -> list[str]:
 
 def content_blocks(raw_blocks: list[str]) -> list[str]:
     """Normalised blocks (see :func:`.text.normalize_blocks`) that hold a letter."""
-    return [block for block in text.normalize_blocks(raw_blocks) if _HAS_LETTER.search(block)]
+    return text.normalize_blocks(raw_blocks, with_letter=True)
 
 
 def _domain(url: str | None) -> str | None:

@@ -8,10 +8,16 @@ blocks at block-level elements so that words of adjacent blocks never glue.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 from lxml import etree
 from w3lib.encoding import html_body_declared_encoding, html_to_unicode, read_bom
+
+try:
+    from . import _extract  # C, built at install when a compiler is there (see content.py)
+except ImportError:
+    _extract = None  # type: ignore[assignment]
 
 #: Pages larger than this are cut before parsing: the main text of a real page is
 #: far smaller, and an unbounded body must not stall a crawl.
@@ -32,6 +38,8 @@ BLOCK_TAGS = frozenset(
     "figure footer form h1 h2 h3 h4 h5 h6 header hr html li main nav ol p pre section summary "
     "table tbody td tfoot th thead tr ul caption center menu legend".split()
 )
+# A word character that is not a digit or "_": a block without one carries no content.
+_HAS_LETTER = re.compile(r"[^\W\d_]")
 #: Marks block boundaries in serialised text (a private-use character, never rendered):
 #: no block from :func:`split_blocks` holds it.
 BLOCK_BOUNDARY = "\ue000"
@@ -142,15 +150,20 @@ def normalize(content: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", content).casefold().split())
 
 
-def normalize_blocks(blocks: list[str]) -> list[str]:
-    """:func:`normalize` each block, in one NFKC and case-fold call; empty ones dropped.
+def normalize_blocks(blocks: list[str], *, with_letter: bool = False) -> list[str]:
+    """:func:`normalize` each block, in one NFKC and case-fold call; empty ones dropped,
+    and (*with_letter*) those without a letter (a lone counter, a date, "|").
 
-    >>> normalize_blocks(["  Ｈｅｌｌｏ\\n World ", " ", "ÉTÉ"])
-    ['hello world', 'été']
+    >>> normalize_blocks(["  Ｈｅｌｌｏ\\n World ", " ", "ÉTÉ", "2024-01-12"])
+    ['hello world', 'été', '2024-01-12']
+    >>> normalize_blocks(["ÉTÉ", "2024-01-12"], with_letter=True)
+    ['été']
     """
     joined = _nfkc(BLOCK_BOUNDARY.join(blocks)).casefold()
+    if _extract is not None:  # the same, in one pass of C over the characters
+        return _extract.collapse_blocks(joined, BLOCK_BOUNDARY, with_letter)
     normalised = (" ".join(block.split()) for block in joined.split(BLOCK_BOUNDARY))
-    return [block for block in normalised if block]
+    return [block for block in normalised if block and (not with_letter or _HAS_LETTER.search(block))]
 
 
 def _nfkc(content: str) -> str:

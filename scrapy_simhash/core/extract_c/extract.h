@@ -123,4 +123,8 @@ int extract_main_container(Tree *tree, int prose, long total, int *behind, int *
 int extract_split_blocks(const Tree *tree, int index, int links_are_content, PyObject *blocks, Buffer *text,
                          Buffer *scratch);
 
+/* ---- Normalised blocks (collapse.c) ---- */
+
+PyObject *extract_collapse_blocks(PyObject *module, PyObject *args);
+
 #endif

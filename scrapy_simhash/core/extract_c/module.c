@@ -141,6 +141,8 @@ configure(PyObject *module, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"main_blocks", main_blocks, METH_O, "content.extract_main_blocks(root), without modifying the tree."},
+    {"collapse_blocks", extract_collapse_blocks, METH_VARARGS,
+     "collapse_blocks(joined, boundary, need_letter): text.normalize_blocks after its NFKC and case-folding."},
     {"configure", configure, METH_VARARGS,
      "configure(tags, verdict, (credit, its brackets, its first letters), (descend, fair, winner, margin, link "
      "density, prose, pruned shares),"
