@@ -159,7 +159,8 @@ def test_c_votes_are_numpy_votes(hashes: list[int], kind: str, rng: object) -> N
         expected = fingerprint.simhash_margins(h, w)
     assert found[0] == expected[0]
     np.testing.assert_array_equal(found[1], expected[1])
-    if kind != "quantised" and len(h):  # NumPy decided
+    off_grid = any(not (value * 1024).is_integer() for value in values)  # "any" may draw 0.0
+    if len(h) and (kind == "huge" or off_grid):  # NumPy decided
         assert BUILT.simhash_votes(h, w) is None
 
 

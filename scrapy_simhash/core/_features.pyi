@@ -1,4 +1,4 @@
-# The C features and votes (_features.c); see features.Featurizer and fingerprint.simhash_margins.
+# The C features and votes (features_c/); see features.Featurizer and fingerprint.simhash_margins.
 from collections.abc import Sequence
 
 import numpy as np

@@ -62,7 +62,7 @@ _CHAR_OR_WORD = re.compile(f"[{_SEGMENTED_HAN}]|{_WORD.pattern}")
 # Han, they are vanishingly rare.
 _NEEDS_SCRIPT_RULES = re.compile(f"[{_MARKS}{_NOT_WORD.replace(_ASTRAL_IDEOGRAPHS, '')}]")
 #: The classes of _CHAR_OR_WORD's alternatives, in its order (Han, marks continuing a word,
-#: hiragana runs, katakana runs, one-character tokens), for the C tokenizer (core/_features.c).
+#: hiragana runs, katakana runs, one-character tokens), for the C tokenizer (core/features_c/classes.c).
 SCRIPT_CLASSES = (_SEGMENTED_HAN, _MARKS, _HIRAGANA, _KATAKANA, _OTHER_IDEOGRAPHS + _UNSPACED)
 _PLAIN_WORD = re.compile(f"\\w+|{BLOCK_SEPARATOR}")
 # Plain text is tokenized ~3x faster than by _PLAIN_WORD in UTF-8: ASCII bytes that are

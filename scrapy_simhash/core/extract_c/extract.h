@@ -25,6 +25,14 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Symbols shared between the files are hidden: the shared object exports PyInit__extract
+ * alone, and calls between files stay direct (no PLT). */
+#if defined(__GNUC__) || defined(__clang__)
+#define INTERNAL __attribute__((visibility("hidden")))
+#else
+#define INTERNAL
+#endif
+
 /* Tag classes, set per tag name by configure(). */
 enum {
     BLOCK = 1 << 0,       /* text.BLOCK_TAGS: a block boundary before and after */
@@ -50,8 +58,8 @@ typedef struct {
     Py_ssize_t contestants, sized_at_once;
 } Rules;
 
-extern Rules extract_rules;
-extern PyObject *extract_unsupported; /* the exception: the Python code must run */
+INTERNAL extern Rules extract_rules;
+INTERNAL extern PyObject *extract_unsupported; /* the exception: the Python code must run */
 
 /* ---- The tree as events (tree.c) ---- */
 
@@ -94,9 +102,9 @@ typedef struct {
 #define MARK_BYTE 0xEE /* U+E000..U+E002 are EE 80 80..82 in UTF-8 */
 static const char BOUNDARY[] = "\xEE\x80\x80", OPEN[] = "\xEE\x80\x81", CLOSE[] = "\xEE\x80\x82";
 
-int extract_flatten(Tree *tree, const xmlNode *root);
-Py_ssize_t extract_find_marker(const char *s, Py_ssize_t from, Py_ssize_t length, unsigned char which);
-int extract_append(Buffer *buffer, const char *data, Py_ssize_t length);
+INTERNAL int extract_flatten(Tree *tree, const xmlNode *root);
+INTERNAL Py_ssize_t extract_find_marker(const char *s, Py_ssize_t from, Py_ssize_t length, unsigned char which);
+INTERNAL int extract_append(Buffer *buffer, const char *data, Py_ssize_t length);
 
 /* ---- Measuring (measure.c) ---- */
 
@@ -109,22 +117,22 @@ typedef struct {
     int inside;
 } Tally;
 
-void extract_tally_bytes(Tally *tally, const char *s, Py_ssize_t bytes);
-void extract_measure_both(const Tree *tree, int index, long *prose, long *everything);
-long extract_measure(const Tree *tree, int index, int prose);
-long extract_text_chars(const Tree *tree, int index);
-long extract_loose_chars(const Tree *tree, int index);
+INTERNAL void extract_tally_bytes(Tally *tally, const char *s, Py_ssize_t bytes);
+INTERNAL void extract_measure_both(const Tree *tree, int index, long *prose, long *everything);
+INTERNAL long extract_measure(const Tree *tree, int index, int prose);
+INTERNAL long extract_text_chars(const Tree *tree, int index);
+INTERNAL long extract_loose_chars(const Tree *tree, int index);
 
 /* ---- The passes (prune.c, descent.c, blocks.c) ---- */
 
-int extract_prune(Tree *tree);
-void extract_forget_verdicts(void);
-int extract_main_container(Tree *tree, int prose, long total, int *behind, int *n_behind);
-int extract_split_blocks(const Tree *tree, int index, int links_are_content, PyObject *blocks, Buffer *text,
-                         Buffer *scratch);
+INTERNAL int extract_prune(Tree *tree);
+INTERNAL void extract_forget_verdicts(void);
+INTERNAL int extract_main_container(Tree *tree, int prose, long total, int *behind, int *n_behind);
+INTERNAL int extract_split_blocks(const Tree *tree, int index, int links_are_content, PyObject *blocks, Buffer *text,
+                                  Buffer *scratch);
 
 /* ---- Normalised blocks (collapse.c) ---- */
 
-PyObject *extract_collapse_blocks(PyObject *module, PyObject *args);
+INTERNAL PyObject *extract_collapse_blocks(PyObject *module, PyObject *args);
 
 #endif
