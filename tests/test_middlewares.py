@@ -141,6 +141,7 @@ def test_dont_simhash_skips_the_request() -> None:
 def test_only_the_first_drop_is_logged_without_debug(caplog: pytest.LogCaptureFixture) -> None:
     mw = middleware()
     process(mw, html_response("http://a.example/coffee"))
+    caplog.clear()  # (the start may warn of Python stages: no C compiler at install)
     with caplog.at_level(logging.DEBUG, logger="scrapy_simhash"):
         for copy in ("http://a.example/1", "http://a.example/2"):
             with pytest.raises(NearDuplicatePage):
@@ -155,6 +156,7 @@ def test_only_the_first_drop_is_logged_without_debug(caplog: pytest.LogCaptureFi
 def test_simhash_debug_logs_every_drop(caplog: pytest.LogCaptureFixture) -> None:
     mw = middleware(SIMHASH_DEBUG=True)
     process(mw, html_response("http://a.example/coffee"))
+    caplog.clear()
     with caplog.at_level(logging.DEBUG, logger="scrapy_simhash"):
         for copy in ("http://a.example/1", "http://a.example/2"):
             with pytest.raises(NearDuplicatePage):
@@ -214,6 +216,7 @@ def test_index_errors_keep_pages_and_warn_once(own_redis_server: Any, caplog: py
     mw = middleware(SIMHASH_INDEX=own_redis_server.url, SIMHASH_INDEX_RESET=True)
     process(mw, html_response("http://a.example/coffee"))
     own_redis_server.stop()
+    caplog.clear()
     with caplog.at_level(logging.WARNING, logger="scrapy_simhash"):
         for url in ("http://a.example/copy", "http://a.example/other"):
             response = html_response(url)
