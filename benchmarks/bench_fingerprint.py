@@ -4,7 +4,8 @@ Side by side, on the pages of the dev corpus:
 
 - ours: ``Fingerprinter().from_html(body, url=url)`` with the default options (Han
   characters as tokens), then with ``segmenter="rjieba"`` and ``segmenter="jieba"``
-  (jieba words; the pair shows what rjieba saves);
+  (jieba words; the pair shows what rjieba saves), then with the defaults but our C
+  modules switched off (what an install without a C compiler runs);
 - the usual recipe: lxml text dump + ``simhash.Simhash(text)`` of the `simhash` PyPI
   package (its default features: character 4-grams);
 - lxml parsing alone, the floor of any lxml-based pipeline;
@@ -39,7 +40,7 @@ import simhash as simhash_pypi  # noqa: E402
 from lxml import etree  # noqa: E402
 
 from scrapy_simhash import Fingerprinter, FingerprintOptions  # noqa: E402
-from scrapy_simhash.core import features, fingerprinter, text  # noqa: E402
+from scrapy_simhash.core import content, features, fingerprint, fingerprinter, text  # noqa: E402
 from scrapy_simhash.core.fingerprinter import Segmenter  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev" / "pages.jsonl.gz"
@@ -64,6 +65,34 @@ def ours(segmenter: Segmenter | None = None) -> Pipeline:
         options = dataclasses.replace(options, segmenter=segmenter)
     fingerprinter = Fingerprinter(options)
     return lambda body, url: fingerprinter.from_html(body, url=url)
+
+
+#: Where our modules keep their C module (None: the Python twin runs).
+_C_MODULES = ((content, "_extract"), (text, "_extract"), (features, "_features"), (fingerprint, "_features"))
+
+
+@contextlib.contextmanager
+def c_modules_off() -> Iterator[None]:
+    """Our C modules switched off: what an install without a C compiler runs."""
+    saved = [getattr(module, name) for module, name in _C_MODULES]
+    for module, name in _C_MODULES:
+        setattr(module, name, None)
+    try:
+        yield
+    finally:
+        for (module, name), value in zip(_C_MODULES, saved):
+            setattr(module, name, value)
+
+
+def ours_without_c() -> Pipeline:
+    with c_modules_off():
+        fingerprinter = Fingerprinter()  # (its featurizer chooses its code when it is made)
+
+    def fingerprint_page(body: bytes, url: str) -> object:
+        with c_modules_off():
+            return fingerprinter.from_html(body, url=url)
+
+    return fingerprint_page
 
 
 class _PackageSimhash(simhash_pypi.Simhash):  # type: ignore[misc]
@@ -91,6 +120,7 @@ PIPELINES: dict[str, Callable[[], Pipeline]] = {
     "scrapy-simhash (defaults)": ours,
     "scrapy-simhash segmenter=rjieba": lambda: ours("rjieba"),
     "scrapy-simhash segmenter=jieba": lambda: ours("jieba"),
+    "scrapy-simhash without its C code": ours_without_c,
     "lxml + simhash package": lxml_and_simhash_package,
     "lxml parse only (floor)": lxml_parse_only,
 }

@@ -21,6 +21,7 @@ from .index import IndexUnavailableError, Match, SimhashIndex, is_shared_spec, o
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.http import TextResponse
 
     from .config import SimhashSettings
 
@@ -118,6 +119,13 @@ class NearDuplicateChecker:
     def fingerprint_html(self, html: str | bytes, url: str | None) -> FingerprintResult | None:
         """The page's fingerprint, or ``None`` (counted as ``skipped/<reason>``)."""
         return self._fingerprint(self.fingerprinter.from_html, html, url=url)
+
+    def fingerprint_response(self, response: TextResponse) -> FingerprintResult | None:
+        """:meth:`fingerprint_html` of a response, read from the tree its selectors use: the
+        spider's callback parses nothing again, and neither do we."""
+        return self._fingerprint(
+            self.fingerprinter.from_tree, lambda: response.selector.root, response.text, url=response.url
+        )
 
     def fingerprint_text(self, content: str) -> FingerprintResult | None:
         """The text's fingerprint, or ``None`` (counted as ``skipped/<reason>``)."""

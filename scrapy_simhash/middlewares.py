@@ -91,8 +91,8 @@ class SimhashMiddleware:
         if reason is not None:
             self._checker.count(f"skipped/{reason}")
             return None
-        # response.text is decoded once and cached: the callback's selectors reuse it.
-        return self._checker.fingerprint_html(response.text, response.url)
+        # The tree of response.selector, parsed once for us and the callback's selectors.
+        return self._checker.fingerprint_response(response)
 
     def _skip_reason(self, request: Request, response: Response) -> str | None:
         if response.status not in self.config.http_statuses:

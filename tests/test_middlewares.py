@@ -190,7 +190,7 @@ def test_a_fingerprinting_bug_keeps_the_page(monkeypatch: pytest.MonkeyPatch) ->
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("bug")
 
-    monkeypatch.setattr(mw._checker.fingerprinter, "from_html", broken)
+    monkeypatch.setattr(mw._checker.fingerprinter, "from_tree", broken)
     response = html_response("http://a.example/coffee")
     assert process(mw, response) is response
     assert stats(mw)["simhash/skipped/error"] == 1

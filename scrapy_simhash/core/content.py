@@ -76,12 +76,22 @@ def extract_main_blocks(root: etree._Element) -> list[str]:
     Invisible elements (:data:`.text.INVISIBLE_TAGS`) are left out, whether *root*
     still has them or not (``parse_html(..., strip_invisible=False)``).
     """
-    if _extract is not None:
-        try:
-            return _extract.main_blocks(root)
-        except _extract.Unsupported:
-            pass  # a tree it does not model (comments, entity references): the Python code
-    return _extract_in_python(root)
+    blocks = extract_leaving_tree(root)
+    return blocks if blocks is not None else _extract_in_python(root)
+
+
+def extract_leaving_tree(root: etree._Element) -> list[str] | None:
+    """:func:`extract_main_blocks` without modifying the tree, or None when that cannot be
+    done here: the C code was not built, or the tree holds what it does not model (entity
+    references, line numbers past 65534). For a tree that is someone else's too, such as
+    Scrapy's ``response.selector.root``.
+    """
+    if _extract is None:
+        return None
+    try:
+        return _extract.main_blocks(root)
+    except _extract.Unsupported:
+        return None
 
 
 def _extract_in_python(root: etree._Element) -> list[str]:

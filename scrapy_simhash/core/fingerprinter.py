@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Callable, Literal
 from urllib.parse import urlsplit
+
+from lxml import etree
 
 from . import content, features, segment, templates, text
 from .fingerprint import simhash_margins, weakest_bits
@@ -141,10 +143,37 @@ class Fingerprinter:
         """Fingerprint a page; *encoding* is the HTTP-declared one, if any."""
         try:
             # Our extractor leaves invisible elements out itself (in C, without a walk of the tree).
-            root = text.parse_html(html, encoding=encoding, strip_invisible=self._extract is not content.extract_main_blocks)
+            strip = self._extract is not content.extract_main_blocks
+            root = text.parse_html(html, encoding=encoding, strip_invisible=strip)
         except text.NotHtmlError as exc:
             return FingerprintResult(None, skip_reason=exc.reason)
-        blocks = content_blocks(self._extract(root))
+        return self._from_raw_blocks(self._extract(root), url)
+
+    def from_tree(
+        self, tree: Callable[[], etree._Element], html: bytes | str, *, url: str | None = None
+    ) -> FingerprintResult:
+        """Fingerprint a page that lxml's HTML parser parses for someone else too, leaving
+        the tree as it is: Scrapy's ``response.selector.root``, which the spider's callback
+        reads after us. One parse for both, where :meth:`from_html` makes its own.
+
+        *tree* returns the parsed page (``lambda: response.selector.root``); *html* is the
+        page it parses (``response.text``). *html* is checked first, as :meth:`from_html`
+        checks it, and *tree* called only if it is a page. :meth:`from_html` parses *html*
+        itself when the tree cannot be read without modifying it (the C extraction was not
+        built, another extractor) or the page is longer than it reads.
+        """
+        try:
+            whole = text.check_html(html)
+        except text.NotHtmlError as exc:
+            return FingerprintResult(None, skip_reason=exc.reason)
+        shared = whole and self._extract is content.extract_main_blocks and content.kernel() == "c"
+        raw = content.extract_leaving_tree(tree()) if shared else None
+        if raw is None:
+            return self.from_html(html, url=url)
+        return self._from_raw_blocks(raw, url)
+
+    def _from_raw_blocks(self, raw_blocks: list[str], url: str | None) -> FingerprintResult:
+        blocks = content_blocks(raw_blocks)
         domain = _domain(url) if self.templates is not None else None
         if domain is None or self.templates is None:
             return self._fingerprint(blocks)

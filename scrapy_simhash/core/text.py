@@ -89,12 +89,11 @@ def _is_utf8(body: bytes, encoding: str | None) -> bool:
 
 
 def _encode(html: str) -> tuple[bytes, bool]:
-    """*html* in UTF-8, and whether that is known valid (not to be checked again)."""
+    """*html* in UTF-8, and whether that is valid UTF-8 (not to be checked again)."""
     try:
-        data = html.encode("utf-8")
+        return html.encode("utf-8"), True
     except UnicodeEncodeError:  # lone surrogates, from a badly decoded page
         return html.encode("utf-8", "surrogatepass"), False
-    return data, len(data) <= MAX_HTML_BYTES  # a cut may split a character
 
 
 def _check_body(body: bytes) -> None:
@@ -114,19 +113,14 @@ def parse_html(
 
     Raise :class:`NotHtmlError` (``binary``, ``empty``, ``not_html``) when it is not a page.
     """
-    known_utf8 = False
-    if isinstance(html, str):  # Scrapy's response.text, decoded already
-        html, known_utf8 = _encode(html)
+    data, known_utf8, _ = _page_bytes(html)
+    if isinstance(html, str):
         encoding = "utf-8"
-    elif not isinstance(html, (bytes, bytearray, memoryview)):
-        raise TypeError(f"html must be bytes or str, not {type(html).__name__}")
-    html = bytes(html[:MAX_HTML_BYTES])
-    _check_body(html)
-    if not known_utf8 and not _is_utf8(html, encoding):
+    if not known_utf8 and not _is_utf8(data, encoding):
         # lxml refuses str with an encoding declaration: re-encode and say it is UTF-8.
-        html = decode_html(html, encoding).encode("utf-8", "surrogatepass")
+        data = decode_html(data, encoding).encode("utf-8", "surrogatepass")
     try:
-        root = etree.fromstring(html, _PARSER)
+        root = etree.fromstring(data, _PARSER)
     except etree.LxmlError:
         root = None
     if root is None:
@@ -134,6 +128,27 @@ def parse_html(
     if strip_invisible:
         strip_invisible_elements(root)
     return root
+
+
+def check_html(html: bytes | str) -> bool:
+    """Check *html* as :func:`parse_html` does, without parsing it: raise :class:`NotHtmlError`
+    when it is not a page. Return whether it would be parsed whole (not cut at
+    :data:`MAX_HTML_BYTES`).
+    """
+    return not _page_bytes(html)[2]
+
+
+def _page_bytes(html: bytes | str) -> tuple[bytes, bool, bool]:
+    """The bytes to parse of *html*, whether they are known UTF-8, and whether they were cut."""
+    known_utf8 = False
+    if isinstance(html, str):  # Scrapy's response.text, decoded already
+        html, known_utf8 = _encode(html)
+    elif not isinstance(html, (bytes, bytearray, memoryview)):
+        raise TypeError(f"html must be bytes or str, not {type(html).__name__}")
+    cut = len(html) > MAX_HTML_BYTES
+    data = bytes(html[:MAX_HTML_BYTES])
+    _check_body(data)
+    return data, known_utf8 and not cut, cut
 
 
 def strip_invisible_elements(root: etree._Element) -> None:

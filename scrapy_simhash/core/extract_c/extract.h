@@ -10,8 +10,8 @@
  * as if it were there.
  *
  * The results are identical (tests/test_extract_c.py checks it on every page of the dev
- * corpus and on generated pages). Where a tree holds what this does not model (comments,
- * entity references, line numbers past 65534), it raises Unsupported and
+ * corpus and on generated pages). Where a tree holds what this does not model (entity
+ * references, line numbers past 65534), it raises Unsupported and
  * scrapy_simhash.core.content runs the Python code. The rules (tag classes, shares,
  * the attribute and credit-line verdicts) come from the Python modules (module.c,
  * configure()), so they are written once.

@@ -175,7 +175,8 @@ extract_flatten(Tree *tree, const xmlNode *root)
             if (add_text(tree, node) < 0) {
                 return -1;
             }
-        } else {
+        } else if (node->type != XML_COMMENT_NODE && node->type != XML_PI_NODE) {
+            /* (comments and processing instructions are skipped, as parse_html strips them) */
             PyErr_Format(extract_unsupported, "a node of type %d", (int)node->type);
             return -1;
         }
