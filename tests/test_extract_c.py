@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
+from c_modules import python_instead_of
 from conftest import CORPUS, needs_corpus
 from scrapy_simhash.core import content, text
 
@@ -21,15 +21,9 @@ needs_c = pytest.mark.skipif(
 )
 
 
-@contextmanager
-def python_extraction() -> Iterator[None]:
+def python_extraction() -> AbstractContextManager[None]:
     """extract_main_blocks and normalize_blocks run the Python code inside the block."""
-    saved = content._extract, text._extract
-    content._extract = text._extract = None  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        content._extract, text._extract = saved
+    return python_instead_of("extraction")
 
 
 def both_ways(html: bytes | str, strip_invisible: bool = False) -> tuple[list[str], list[str]]:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from c_modules import python_instead_of
 from conftest import CORPUS, needs_corpus
 from scrapy_simhash.core import features, fingerprint, hashing
 from scrapy_simhash.core.features import WEIGHTINGS, Featurizer
@@ -50,18 +50,9 @@ _OPTIONS = st.fixed_dictionaries(
 )
 
 
-@contextmanager
-def python_kernel() -> Iterator[None]:
-    """Featurizers made inside the block, and simhash_margins there, run the Python code.
-
-    A context manager, not a fixture: hypothesis tests may not use function-scoped ones.
-    """
-    saved = features._features, fingerprint._features
-    features._features = fingerprint._features = None  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        features._features, fingerprint._features = saved
+def python_kernel() -> AbstractContextManager[None]:
+    """Featurizers made inside the block, and simhash_margins there, run the Python code."""
+    return python_instead_of("features")
 
 
 def featurizer_pair(**options: object) -> tuple[Featurizer, Featurizer]:
