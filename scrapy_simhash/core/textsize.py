@@ -3,7 +3,7 @@
 Link text is wrapped in private-use markers (:func:`mark_links`), so one C-level
 text serialisation of a subtree gives both its text and its prose (text outside
 links). Serialising is the costly part (~10 ns a character), and the descent of
-:func:`.content.main_container` measures each level again, so :class:`ChildSizes`
+:func:`.descent.main_container` measures each level again, so :class:`ChildSizes`
 measures each child at most once and leaves one child per parent unserialised: its
 size follows from the parent's, as sizes add up over a parent's own text, its
 children and their tails.

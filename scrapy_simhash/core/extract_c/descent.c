@@ -1,4 +1,4 @@
-/* Locating the main content (content.main_container): the descent by text density.
+/* Locating the main content (descent.main_container): the descent by text density.
  *
  * The same rules in the same order as the Python code, on sizes from measure.c; a
  * child's size derived from its siblings' where the Python code derives it.
@@ -203,7 +203,7 @@ semantic_start(Tree *tree, int prose, long total)
     return (Size){0, total};
 }
 
-/* content.main_container: the container, and the elements left behind on the way
+/* descent.main_container: the container, and the elements left behind on the way
  * (appended to `behind`, which has room for every element). */
 int
 extract_main_container(Tree *tree, int prose, long total, int *behind, int *n_behind)

@@ -1,0 +1,141 @@
+"""Where the main content of a page is: the descent by text density (step 2 of :mod:`.content`).
+
+From ``<body>`` (or the page's only ``<main>``/``<article>``), descend into the child holding
+most of the page's prose, text not inside links, so navigation lists weigh nothing; into
+the column holding the page's ``<h1>`` when a long sidebar outweighs a short article; or
+into a clear winner (a forum's first post). Headings and paragraphs passed on the way are
+kept; the descent never enters a paragraph or a code listing. Sizes come from
+:mod:`.textsize`, each child measured at most once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from lxml import etree
+
+from .textsize import ChildSizes, measure
+
+#: Descend into a child while it holds at least this share of the page's prose.
+DESCEND_SHARE = 0.8
+#: ...or into the child holding the page's <h1> (or its <main>/<article>) if it holds
+#: this share of its parent's prose...
+FAIR_SHARE = 0.2
+#: ...or into a child holding this share, and three times more than any sibling.
+WINNER_SHARE, WINNER_MARGIN = 0.6, 3.0
+#: Those two rules weigh every child: only for elements with few children (columns,
+#: posts), not for an article's hundred paragraphs.
+MAX_CONTESTANTS = 16
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+#: Kept when the descent leaves them behind (an article's title and lead)...
+KEPT_SIBLINGS = _HEADINGS | {"p"}
+#: ...and never descended into (nor a wrapper of exactly one <pre>).
+TEXT_BLOCKS = KEPT_SIBLINGS | {"pre", "blockquote"}
+
+
+def main_container(
+    body: etree._Element, prose: bool = True, total: int | None = None
+) -> tuple[etree._Element, list[etree._Element]]:
+    """The deepest element holding most of the page's prose (or text).
+
+    Start from the page's only ``<main>`` or ``<article>``, if it holds a fair share
+    of the prose. Then, level by level, descend into the child holding 80% of it;
+    failing that, into the child holding the page's first ``<h1>`` if that child
+    holds a fair share (an article outweighed by its site's sidebar); failing that,
+    into a clear winner, three times the size of any sibling (a forum post above its
+    replies); never into a paragraph or a code listing. Headings and paragraphs before
+    the chosen child are kept (the title and lead of an article whose biggest section
+    won). Return the container and those elements.
+
+    *total*, if given, must be ``measure(body, prose)`` (sizes are derived from it).
+    """
+    left_behind: list[etree._Element] = []
+    landmarks = list(body.iter("h1", "main", "article"))  # one walk of the tree for the three
+    heading = next((element for element in landmarks if element.tag == "h1"), None)
+    on_heading_path = set(heading.iterancestors()) if heading is not None else set()
+    on_heading_path.add(heading)
+    container, total = _semantic_start(body, landmarks, prose, total)
+    held = total
+    sizer = ChildSizes(prose)
+    while held > 0:
+        found = _dominant_child(sizer.of_children(container, held), held, DESCEND_SHARE * total)
+        if found is None and len(container) <= MAX_CONTESTANTS:
+            sizes = [(chars, child) for child, chars in sizer.of_children(container, held)]
+            found = _heading_child(sizes, held, on_heading_path)
+            if found is None:
+                found = _clear_winner(sizes, held)
+            if found is not None:
+                total = found[1]
+        if found is None or _is_text_block(found[0]):
+            break
+        # The headings and paragraphs before the chosen child stay: the title of an article
+        # whose biggest section won, its lead. (Those after it: replies, "last modified".)
+        for child in container:
+            if child is found[0]:
+                break
+            if child.tag in KEPT_SIBLINGS:
+                left_behind.append(child)
+        container, held = found
+    return container, left_behind
+
+
+def _is_text_block(element: etree._Element) -> bool:
+    # A paragraph or a code listing (or a wrapper of one listing) is a part of the content,
+    # never its container: descending into it would leave the rest of the article behind.
+    # (A wrapper of one paragraph may be the article: <div id="content"><p>...</p></div>.)
+    if element.tag in TEXT_BLOCKS:
+        return True
+    while len(element) == 1:
+        element = element[0]
+        if element.tag == "pre":
+            return True
+    return False
+
+
+def _semantic_start(
+    body: etree._Element, landmarks: list[etree._Element], prose: bool, total: int | None
+) -> tuple[etree._Element, int]:
+    if total is None:
+        total = measure(body, prose)
+    for tag in ("main", "article"):
+        found = [element for element in landmarks if element.tag == tag]
+        if len(found) == 1:
+            chars = measure(found[0], prose)
+            if chars >= FAIR_SHARE * total:
+                return found[0], chars
+    return body, total
+
+
+def _heading_child(
+    sizes: list[tuple[int, etree._Element]], held: int, on_heading_path: set[etree._Element | None]
+) -> tuple[etree._Element, int] | None:
+    for chars, child in sizes:
+        if child in on_heading_path:
+            return (child, chars) if chars >= FAIR_SHARE * held else None
+    return None
+
+
+def _clear_winner(
+    sizes: list[tuple[int, etree._Element]], held: int
+) -> tuple[etree._Element, int] | None:
+    ranked = sorted(sizes, key=lambda size: size[0], reverse=True)
+    if not ranked or ranked[0][0] < WINNER_SHARE * held:
+        return None
+    if len(ranked) > 1 and ranked[0][0] < WINNER_MARGIN * ranked[1][0]:
+        return None
+    return ranked[0][1], ranked[0][0]
+
+
+def _dominant_child(
+    children: Iterator[tuple[etree._Element, int]], left: int, needed: float
+) -> tuple[etree._Element, int] | None:
+    """The child (of a parent holding *left* characters) holding *needed* of them."""
+    if left < needed:
+        return None
+    for child, chars in children:
+        if chars >= needed:
+            return child, chars
+        left -= chars
+        if left < needed:
+            return None  # what remains cannot hold enough: stop measuring
+    return None
