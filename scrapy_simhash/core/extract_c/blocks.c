@@ -114,8 +114,9 @@ is_credit_line(PyObject *block)
 static int
 keep_block(const char *s, Py_ssize_t length, int links_are_content, PyObject *blocks, Buffer *scratch)
 {
-    Py_ssize_t open = extract_find_marker(s, 0, length, 0x81), close = extract_find_marker(s, 0, length, 0x82);
-    if (open >= 0 && !links_are_content && is_link_list(s, length)) {
+    Py_ssize_t marker = extract_find_marker(s, 0, length, OPEN_MARK, CLOSE_MARK);
+    int open = marker >= 0 && extract_find_marker(s, marker, length, OPEN_MARK, OPEN_MARK) >= 0;
+    if (open && !links_are_content && is_link_list(s, length)) {
         return 0;
     }
     PyObject *block = PyUnicode_DecodeUTF8(s, length, "strict");
@@ -124,17 +125,12 @@ keep_block(const char *s, Py_ssize_t length, int links_are_content, PyObject *bl
         Py_XDECREF(block);
         return credit < 0 ? -1 : 0;
     }
-    if (open >= 0 || close >= 0) { /* the block without its markers */
+    if (marker >= 0) { /* the block without its markers */
         Py_DECREF(block);
         scratch->length = 0;
         Py_ssize_t from = 0;
         for (;;) {
-            Py_ssize_t next_open = extract_find_marker(s, from, length, 0x81),
-                       next_close = extract_find_marker(s, from, length, 0x82);
-            Py_ssize_t next = next_open < 0            ? next_close
-                              : next_close < 0         ? next_open
-                              : next_open < next_close ? next_open
-                                                       : next_close;
+            Py_ssize_t next = extract_find_marker(s, from, length, OPEN_MARK, CLOSE_MARK);
             if (extract_append(scratch, s + from, (next < 0 ? length : next) - from) < 0) {
                 return -1;
             }
@@ -164,7 +160,7 @@ extract_split_blocks(const Tree *tree, int index, int links_are_content, PyObjec
     }
     const char *s = text->data ? text->data : "";
     for (Py_ssize_t start = 0; start <= text->length;) {
-        Py_ssize_t end = extract_find_marker(s, start, text->length, 0x80);
+        Py_ssize_t end = extract_find_marker(s, start, text->length, BOUNDARY_MARK, BOUNDARY_MARK);
         end = end < 0 ? text->length : end;
         if (end > start) {
             int space = is_space(s + start, end - start);

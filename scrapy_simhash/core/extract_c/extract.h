@@ -99,11 +99,13 @@ typedef struct {
     Py_ssize_t length, capacity;
 } Buffer;
 
-#define MARK_BYTE 0xEE /* U+E000..U+E002 are EE 80 80..82 in UTF-8 */
+#define MARK_BYTE 0xEE /* U+E000..U+E002 are EE 80 80..82 in UTF-8: their last bytes */
+enum { BOUNDARY_MARK = 0x80, OPEN_MARK = 0x81, CLOSE_MARK = 0x82 };
 static const char BOUNDARY[] = "\xEE\x80\x80", OPEN[] = "\xEE\x80\x81", CLOSE[] = "\xEE\x80\x82";
 
 INTERNAL int extract_flatten(Tree *tree, const xmlNode *root);
-INTERNAL Py_ssize_t extract_find_marker(const char *s, Py_ssize_t from, Py_ssize_t length, unsigned char which);
+INTERNAL Py_ssize_t extract_find_marker(const char *s, Py_ssize_t from, Py_ssize_t length, unsigned char first,
+                                        unsigned char last);
 INTERNAL int extract_append(Buffer *buffer, const char *data, Py_ssize_t length);
 
 /* ---- Measuring (measure.c) ---- */

@@ -47,11 +47,11 @@ extract_tally_bytes(Tally *tally, const char *s, Py_ssize_t bytes)
         }
         if (byte == MARK_BYTE && i + 2 < bytes && (unsigned char)s[i + 1] == 0x80) {
             unsigned char last = (unsigned char)s[i + 2];
-            if (last == 0x81) {
+            if (last == OPEN_MARK) {
                 tally_open(tally);
                 continue;
             }
-            if (last == 0x82) {
+            if (last == CLOSE_MARK) {
                 tally_close(tally);
                 continue;
             }

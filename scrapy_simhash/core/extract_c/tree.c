@@ -79,9 +79,10 @@ add_element(Tree *tree, const xmlNode *node, int parent, unsigned flags)
     return index;
 }
 
-/* Where U+E000 + `which` (a block boundary, a link marker) starts in s[from:length], or -1. */
+/* Where the next of the markers U+E000 + first ... U+E000 + last starts in s[from:length],
+ * or -1: a block boundary (BOUNDARY_MARK), a link's opening (OPEN_MARK), either link marker. */
 Py_ssize_t
-extract_find_marker(const char *s, Py_ssize_t from, Py_ssize_t length, unsigned char which)
+extract_find_marker(const char *s, Py_ssize_t from, Py_ssize_t length, unsigned char first, unsigned char last)
 {
     while (from + 2 < length) {
         const char *lead = memchr(s + from, MARK_BYTE, (size_t)(length - from - 2));
@@ -89,7 +90,8 @@ extract_find_marker(const char *s, Py_ssize_t from, Py_ssize_t length, unsigned 
             return -1;
         }
         from = lead - s;
-        if ((unsigned char)s[from + 1] == 0x80 && (unsigned char)s[from + 2] == which) {
+        unsigned char kind = (unsigned char)s[from + 2];
+        if ((unsigned char)s[from + 1] == 0x80 && kind >= first && kind <= last) {
             return from;
         }
         from++;
@@ -110,7 +112,7 @@ add_text(Tree *tree, const xmlNode *node)
         continuation += ((unsigned char)s[i] & 0xC0) == 0x80;
         spaces += s[i] == ' ';
     }
-    int markers = extract_find_marker(s, 0, bytes, 0x81) >= 0 || extract_find_marker(s, 0, bytes, 0x82) >= 0;
+    int markers = extract_find_marker(s, 0, bytes, OPEN_MARK, CLOSE_MARK) >= 0;
     tree->texts[tree->n_texts] = (Text){s, bytes, bytes - continuation, spaces, markers};
     return add_event(tree, TEXT, tree->n_texts++) < 0 ? -1 : 0;
 }
