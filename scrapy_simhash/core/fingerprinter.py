@@ -24,7 +24,6 @@ Segmenter = Literal["char", "auto", "jieba", "rjieba"]
 Weighting = Literal["tf", "log", "binary"]
 
 
-
 @dataclass(frozen=True, slots=True)
 class FingerprintOptions:
     """Everything that changes which fingerprint a page gets.
@@ -162,12 +161,13 @@ class Fingerprinter:
         itself when the tree cannot be read without modifying it (the C extraction was not
         built, another extractor) or the page is longer than it reads.
         """
+        if self._extract is not content.extract_main_blocks or content.kernel() != "c":
+            return self.from_html(html, url=url)  # (which checks the page itself)
         try:
             whole = text.check_html(html)
         except text.NotHtmlError as exc:
             return FingerprintResult(None, skip_reason=exc.reason)
-        shared = whole and self._extract is content.extract_main_blocks and content.kernel() == "c"
-        raw = content.extract_leaving_tree(tree()) if shared else None
+        raw = content.extract_leaving_tree(tree()) if whole else None
         if raw is None:
             return self.from_html(html, url=url)
         return self._from_raw_blocks(raw, url)
