@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from scrapy_simhash.core import templates
@@ -82,3 +84,16 @@ def test_remembered_block_keys_change_nothing(monkeypatch: pytest.MonkeyPatch) -
     memory = TemplateMemory(min_pages=3, min_share=0.0)
     assert _crawl(memory, pages=8) == expected
     assert all(memory.is_template("example.com", block) for block in CHROME)
+
+
+def test_memory_gives_the_garbage_collector_nothing_to_walk() -> None:
+    """A crawl's memory holds tens of thousands of blocks, and each full collection of the
+    crawl's process would walk every container among them: there must be none per block."""
+    memory = TemplateMemory(min_pages=3)
+    _crawl(memory, pages=5)
+    gc.collect()
+    before = len(gc.get_objects())
+    kept = _crawl(memory, pages=2000)
+    gc.collect()
+    assert len(gc.get_objects()) - before < 100 + len(kept)  # (the kept lists we hold here)
+    assert len(memory._domains["example.com"].pages_of) >= 2000  # what would be walked

@@ -36,6 +36,7 @@ _DIGITS = re.compile(r"\d+")
 _SHORT_BLOCK = 64
 #: Fingerprints kept per block to tell new pages from near-copies; past that, a count.
 _REMEMBERED_PAGES = 8
+_PAGE_BITS = (1 << 64) - 1
 #: Block keys remembered (a page's blocks are keyed by filter() then learn(), and a
 #: site's template blocks on every page): ~200 bytes each.
 _REMEMBERED_KEYS = 1 << 15
@@ -67,9 +68,11 @@ class _DomainMemory:
         # Per block: on how many distinct pages it was seen (a plain dict, so filtering
         # a page's blocks is one lookup each)...
         self.seen: dict[int, int] = {}
-        # ...and the fingerprints of the first pages, to tell a new page from a
-        # near-copy; dropped once full (from then on, only counted).
-        self.pages_of: dict[int, list[int]] = {}
+        # ...and the fingerprints of the first seen[key] pages, to tell a new page from a
+        # near-copy; dropped once full (from then on, only counted). They are packed into
+        # one int, 64 bits each: a list per block made a crawl's memory tens of thousands
+        # of lists, which each full garbage collection walks (an int it never visits).
+        self.pages_of: dict[int, int] = {}
 
     def count(self, key: int) -> int:
         return self.seen.get(key, 0)
@@ -83,20 +86,21 @@ class _DomainMemory:
                 if len(seen) >= settings.max_blocks:
                     self._forget_rare()
                 seen[key] = 1
-                pages_of[key] = [page]
+                pages_of[key] = page
                 continue
             pages = pages_of.get(key)
             if pages is None:
                 seen[key] = count + 1
                 continue
-            for other in pages:  # (a loop, not any(): a generator per block costs more)
-                if (page ^ other).bit_count() <= distance:
+            for shift in range(0, count * 64, 64):
+                if ((pages >> shift & _PAGE_BITS) ^ page).bit_count() <= distance:
                     break  # a near-copy of a page it was seen on
             else:
-                pages.append(page)
                 seen[key] = count + 1
-                if len(pages) >= _REMEMBERED_PAGES:
+                if count + 1 >= _REMEMBERED_PAGES:
                     del pages_of[key]
+                else:
+                    pages_of[key] = pages | page << (count * 64)
 
     def _forget_rare(self) -> None:
         seen = self.seen

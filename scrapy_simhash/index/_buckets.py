@@ -3,12 +3,13 @@
 :class:`SortedBuckets` is the bulk part: per table, the row ids sorted by bucket
 key (4 bytes a row) and a directory of ``2**prefix_bits + 1`` bucket offsets, so a
 bucket is one contiguous slice. :class:`WriteBuffer` holds the rows added since the
-last merge in small dicts, checked with plain ints; the index merges it into the
+last merge in dicts and arrays of plain ints; the index merges it into the
 sorted arrays when it grows past a bound, so merges are amortised.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from typing import Any
 
@@ -182,13 +183,19 @@ class SortedBuckets:
 
 
 class WriteBuffer:
-    """Rows added since the last merge, per table ``bucket key -> [row, ...]``."""
+    """Rows added since the last merge, chained per table: ``bucket key -> newest row``, and
+    for each row the one before it in its bucket (-1: none).
+
+    Ints in dicts and arrays, where a list per bucket made a crawl's buffer thousands of
+    lists for each full garbage collection to walk (it never visits these).
+    """
 
     def __init__(self, design: TableDesign, first_row: int) -> None:
         self.first_row = first_row
         self._design = design
-        self._buckets: list[dict[int, list[int]]] = [{} for _ in design.tables]
-        self._fingerprints: list[int] = []
+        self._newest: list[dict[int, int]] = [{} for _ in design.tables]
+        self._older: list[array[int]] = [array("q") for _ in design.tables]
+        self._fingerprints = array("Q")
 
     def __len__(self) -> int:
         return len(self._fingerprints)
@@ -197,12 +204,9 @@ class WriteBuffer:
         if row != self.first_row + len(self._fingerprints):
             raise AssertionError("write buffer rows must be consecutive")
         self._fingerprints.append(fingerprint)
-        for buckets, key in zip(self._buckets, keys):
-            bucket = buckets.get(key)
-            if bucket is None:
-                buckets[key] = [row]
-            else:
-                bucket.append(row)
+        for newest, older, key in zip(self._newest, self._older, keys):
+            older.append(newest.get(key, -1))
+            newest[key] = row
 
     def matches(
         self, fingerprints: npt.NDArray[np.uint64], fingerprint: int, max_distance: int, wildcard: int = 0
@@ -217,14 +221,17 @@ class WriteBuffer:
         found: dict[int, int] = {}
         counted = ~wildcard
         key_sets = self._design.probe_keys(fingerprint, wildcard)
-        for buckets, keys in zip(self._buckets, key_sets):
+        first = self.first_row
+        for newest, older, keys in zip(self._newest, self._older, key_sets):
             # a wildcard probe's ~16 keys a table, few of them in the buffer: one set
             # intersection in C instead of a lookup each
-            for key in buckets.keys() & keys if len(keys) > 1 else keys:
-                for row in buckets.get(key, ()):
-                    difference = fingerprint ^ self._fingerprints[row - self.first_row]
+            for key in newest.keys() & keys if len(keys) > 1 else keys:
+                row = newest.get(key, -1)
+                while row >= 0:
+                    difference = fingerprint ^ self._fingerprints[row - first]
                     if (difference & counted).bit_count() <= max_distance:
                         found[row] = difference.bit_count()
+                    row = older[row - first]
         return found
 
 
