@@ -6,11 +6,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
 
-from scrapy_simhash.core import content, features, fingerprint, text
+from scrapy_simhash.core import content, features, fingerprint, templates, text
 
 #: Where each C module is looked up (None there: the Python code runs).
 _USERS: dict[str, tuple[tuple[ModuleType, str], ...]] = {
-    "extraction": ((content, "_extract"), (text, "_extract")),
+    "extraction": ((content, "_extract"), (text, "_extract"), (templates, "_extract")),
     "features": ((features, "_features"), (fingerprint, "_features")),
 }
 
@@ -18,7 +18,7 @@ _USERS: dict[str, tuple[tuple[ModuleType, str], ...]] = {
 @contextmanager
 def python_instead_of(name: str) -> Iterator[None]:
     """Inside the block, the core runs the Python twin of the C module *name*
-    ("extraction": extraction and normalisation; "features": features and votes).
+    ("extraction": extraction, normalisation and block keys; "features": features and votes).
 
     A context manager, not a fixture: hypothesis tests may not use function-scoped ones.
     """

@@ -13,7 +13,7 @@ from lxml import etree
 
 from c_modules import python_instead_of
 from conftest import CORPUS, needs_corpus
-from scrapy_simhash.core import content, text
+from scrapy_simhash.core import content, templates, text
 
 BUILT = content._extract
 needs_c = pytest.mark.skipif(
@@ -181,3 +181,20 @@ def test_normalised_blocks_are_the_python_ones(blocks: list[str], with_letter: b
     c_blocks = text.normalize_blocks(blocks, with_letter=with_letter)
     with python_extraction():
         assert c_blocks == text.normalize_blocks(blocks, with_letter=with_letter)
+
+
+# Digits of several kinds: \d is a decimal digit of any script ("٣", "１"), never "²" or "①".
+_KEY_TEXT = st.text(alphabet=st.sampled_from(["a", "中", " ", "7", "0", "٣", "１", "²", "①", "-", "😀"]), max_size=80)
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_KEY_TEXT, max_size=8))
+def test_block_keys_are_the_python_ones(blocks: list[str]) -> None:
+    assert BUILT.block_keys(blocks, templates._SHORT_BLOCK) == [templates.block_key(block) for block in blocks]
+
+
+@needs_c
+def test_block_keys_refuses_what_is_not_text() -> None:
+    with pytest.raises(TypeError, match="blocks must be str"):
+        BUILT.block_keys(["a", b"b"], templates._SHORT_BLOCK)

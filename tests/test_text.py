@@ -106,3 +106,25 @@ def test_what_is_not_bytes_or_text_is_a_type_error_naming_it(html: object) -> No
 
 def test_a_bytearray_is_read_like_bytes() -> None:
     assert text.visible_text(text.parse_html(bytearray(b"<p>hello world</p>"))) == "hello world"
+
+
+def _verdict(check: object, html: str | bytes) -> str:
+    try:
+        return f"page, whole: {check(html)}"  # type: ignore[operator]
+    except text.NotHtmlError as exc:
+        return exc.reason
+
+
+_CHECKED_TEXT = st.one_of(
+    st.text(st.sampled_from([" ", "\t", "\x0c", "\x1c", "\x85", "\u3000", "\x00", "<", "a", "中", "\ud800"])),
+    st.sampled_from(["%PDF-1.4", "\x89PNG", "GIF89a", "PK\x03\x04", "\x1f\x8b"]).map(lambda magic: magic + "<p>x</p>"),
+)
+
+
+@given(_CHECKED_TEXT, st.integers(0, 1100))
+def test_check_html_reads_text_as_its_utf8_bytes(html: str, indent: int) -> None:
+    """A str (Scrapy's response.text) is checked without being encoded whole: the verdict
+    must be the one of its UTF-8 bytes, past the first 1024 characters too."""
+    for page in (html, " " * indent + html):
+        encoded = page.encode("utf-8", "surrogatepass")
+        assert _verdict(text.check_html, page) == _verdict(text.check_html, encoded)

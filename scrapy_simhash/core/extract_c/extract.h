@@ -136,5 +136,6 @@ INTERNAL int extract_split_blocks(const Tree *tree, int index, int links_are_con
 /* ---- Normalised blocks (collapse.c) ---- */
 
 INTERNAL PyObject *extract_collapse_blocks(PyObject *module, PyObject *args);
+INTERNAL PyObject *extract_block_keys(PyObject *module, PyObject *args);
 
 #endif

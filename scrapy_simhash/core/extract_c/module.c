@@ -143,6 +143,8 @@ static PyMethodDef methods[] = {
     {"main_blocks", main_blocks, METH_O, "content.extract_main_blocks(root), without modifying the tree."},
     {"collapse_blocks", extract_collapse_blocks, METH_VARARGS,
      "collapse_blocks(joined, boundary, need_letter): text.normalize_blocks after its NFKC and case-folding."},
+    {"block_keys", extract_block_keys, METH_VARARGS,
+     "block_keys(blocks, short_block): templates.block_key of each block."},
     {"configure", configure, METH_VARARGS,
      "configure(tags, verdict, (credit, its brackets, its first letters), (descend, fair, winner, margin, link "
      "density, prose, pruned shares),"
