@@ -41,9 +41,10 @@ _DIGITS = re.compile(r"\d+")
 _SHORT_BLOCK = 64
 #: Fingerprints kept per block to tell new pages from near-copies; past that, a count.
 _REMEMBERED_PAGES = 8
+#: One page's fingerprint in _DomainMemory.pages_of.
 _PAGE_BITS = (1 << 64) - 1
-#: Block keys remembered (a page's blocks are keyed by filter() then learn(), and a
-#: site's template blocks on every page): ~200 bytes each.
+#: Block keys remembered where the C module was not built (a page's blocks are keyed by
+#: filter() then learn(), and a site's template blocks on every page): ~200 bytes each.
 _REMEMBERED_KEYS = 1 << 15
 
 
