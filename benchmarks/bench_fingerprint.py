@@ -40,7 +40,7 @@ import simhash as simhash_pypi  # noqa: E402
 from lxml import etree  # noqa: E402
 
 from scrapy_simhash import Fingerprinter, FingerprintOptions  # noqa: E402
-from scrapy_simhash.core import content, features, fingerprint, fingerprinter, text  # noqa: E402
+from scrapy_simhash.core import content, features, fingerprint, fingerprinter, templates, text  # noqa: E402
 from scrapy_simhash.core.fingerprinter import Segmenter  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev" / "pages.jsonl.gz"
@@ -68,7 +68,10 @@ def ours(segmenter: Segmenter | None = None) -> Pipeline:
 
 
 #: Where our modules keep their C module (None: the Python twin runs).
-_C_MODULES = ((content, "_extract"), (text, "_extract"), (features, "_features"), (fingerprint, "_features"))
+#: (The same list as tests/c_modules.py: a script does not import the tests.)
+_C_MODULES = (
+    (content, "_extract"), (text, "_extract"), (templates, "_extract"), (features, "_features"), (fingerprint, "_features"),
+)  # fmt: skip
 
 
 @contextlib.contextmanager
