@@ -14,6 +14,7 @@ KEPT: int
 TEXT_BLOCK: int
 LISTING: int
 INVISIBLE: int
+NEVER_LINK_LIST: int
 
 class Unsupported(ValueError): ...
 
@@ -24,7 +25,7 @@ def configure(
     tags: dict[bytes, int],
     verdict: Callable[[tuple[tuple[str, str], ...]], bool],
     credit: tuple[Callable[[str], bool], str, str],
-    shares: tuple[float, float, float, float, float, float, float],
+    shares: tuple[float, float, float, float, float, float, float, float],
     counts: tuple[int, int],
     /,
 ) -> None: ...

@@ -62,9 +62,12 @@ _UNLIKELY_ID = _CaseBlindPattern(
 # ...unless the same class/id also says it is the content.
 _LIKELY = _CaseBlindPattern(r"article|body|content|main|post|entry|story")
 _HIDDEN_STYLE = _CaseBlindPattern(r"display\s*:\s*none|visibility\s*:\s*hidden")
-#: An element holding more than this share of the page's text is never pruned:
-#: some sites wrap the whole page in a <header> or a "page-header" div.
+#: An element holding more than this share of the page's text is never pruned: some
+#: sites wrap the whole page in a <header> or a "page-header" div. Unless it is mostly
+#: link text: a book's table of contents in a <nav> outweighs a short chapter page.
 MAX_PRUNED_SHARE = 0.8
+#: Above this share of link text an element is a list of links (navigation).
+MAX_LINK_SHARE = 0.5
 # Credit and legal lines, by how they start: who edited or wrote a page, where it was
 # copied from, its copyright or disclaimer. A repost brings its own (another editor,
 # another source), so they differ between copies of one article. Chinese sites write
@@ -189,9 +192,16 @@ def prune_boilerplate(body: etree._Element) -> None:
     limit = MAX_PRUNED_SHARE * _text_chars(body)
     for element in doomed:
         parent = element.getparent()
-        if parent is None or _text_chars(element) > limit:
-            continue  # already removed with an ancestor, or too big to be boilerplate
+        if parent is None:
+            continue  # already removed with an ancestor
+        chars = _text_chars(element)
+        if chars > limit and _link_chars(element) <= MAX_LINK_SHARE * chars:
+            continue  # too big to be boilerplate, and not a list of links
         _remove_keeping_tail(parent, element)
+
+
+def _link_chars(element: etree._Element) -> int:
+    return sum(_text_chars(link) for link in element.iter("a"))
 
 
 def _all_small(body: etree._Element, doomed: list[etree._Element]) -> bool:

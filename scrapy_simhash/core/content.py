@@ -29,7 +29,7 @@ from . import boilerplate, descent, textsize
 from .boilerplate import is_credit_line, prune_boilerplate
 from .descent import main_container
 from .text import BLOCK_BOUNDARY, BLOCK_TAGS, INVISIBLE_TAGS, split_blocks, strip_invisible_elements
-from .textsize import LINK_CLOSE, LINK_OPEN, LINK_TEXT, mark_links, measure_both, visible_chars
+from .textsize import LINK_CLOSE, LINK_OPEN, LINK_TEXT, mark_links, measure_both, unmark_links, visible_chars
 
 try:
     from . import _extract  # this module's algorithm in C, built at install when a compiler is there
@@ -43,6 +43,9 @@ Extractor = Callable[[etree._Element], list[str]]
 _MAX_LINK_DENSITY = 0.5
 #: Below this share of prose the page is a list of links (an index, a table of contents).
 _MIN_PROSE_SHARE = 0.3
+#: Never a link list, whatever their links: a heading made of links (rustdoc's
+#: ``core::arch::vadd_u16``) is the page's title, a listing's linked types are its code.
+_NEVER_LINK_LISTS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "pre"})
 _JOINER = BLOCK_BOUNDARY
 
 
@@ -92,15 +95,30 @@ def _extract_in_python(root: etree._Element) -> list[str]:
         container, left_behind = main_container(body, prose=False, total=everything)
     else:
         container, left_behind = main_container(body, prose=True, total=prose)
-    blocks = [block for element in left_behind for block in split_blocks(element)] + split_blocks(container)
+    kept = [*left_behind, container]
     if not links_are_content:
-        blocks = [block for block in blocks if LINK_OPEN not in block or not _is_link_list(block)]
+        for element in kept:
+            unmark_links(element, _NEVER_LINK_LISTS)
+    blocks = [block for element in kept for block in split_blocks(element)]
+    if not links_are_content:
+        blocks = _without_link_lists(blocks)
     blocks = [block for block in blocks if not is_credit_line(block)]
     if not blocks:
         return blocks
     # Markers out of all blocks at once: they were cut at _JOINER, so none holds it.
     unmarked = _JOINER.join(blocks).replace(LINK_OPEN, "").replace(LINK_CLOSE, "")
     return unmarked.split(_JOINER)
+
+
+def _without_link_lists(blocks: list[str]) -> list[str]:
+    """*blocks* less the link lists (navigation), unless those outweigh the rest: then
+    the container is a listing (an index, a list of members), whose entries are links
+    and tell it apart from the site's other listings."""
+    kept = [block for block in blocks if LINK_OPEN not in block or not _is_link_list(block)]
+    if len(kept) == len(blocks):
+        return blocks
+    kept_chars = sum(visible_chars(block) for block in kept)
+    return kept if 2 * kept_chars >= sum(visible_chars(block) for block in blocks) else blocks
 
 
 def _is_link_list(block: str) -> bool:
@@ -124,6 +142,7 @@ def _configure_c_code() -> None:
         (descent.TEXT_BLOCKS, _extract.TEXT_BLOCK),
         ({"pre"}, _extract.LISTING),
         (INVISIBLE_TAGS, _extract.INVISIBLE),
+        (_NEVER_LINK_LISTS, _extract.NEVER_LINK_LIST),
     ]
     tags: dict[bytes, int] = {}
     for names, flag in classes:
@@ -131,7 +150,7 @@ def _configure_c_code() -> None:
             tags[name.encode()] = tags.get(name.encode(), 0) | flag
     shares = (
         descent.DESCEND_SHARE, descent.FAIR_SHARE, descent.WINNER_SHARE, descent.WINNER_MARGIN,
-        _MAX_LINK_DENSITY, _MIN_PROSE_SHARE, boilerplate.MAX_PRUNED_SHARE,
+        _MAX_LINK_DENSITY, _MIN_PROSE_SHARE, boilerplate.MAX_PRUNED_SHARE, boilerplate.MAX_LINK_SHARE,
     )  # fmt: skip
     counts = (descent.MAX_CONTESTANTS, textsize.MAX_SIZED_AT_ONCE)
     credit = (is_credit_line, boilerplate.CREDIT_BRACKETS, boilerplate.CREDIT_FIRST_LETTERS)

@@ -33,6 +33,14 @@ def mark_links(body: etree._Element) -> None:
         link.tail = LINK_CLOSE + tail if tail else LINK_CLOSE
 
 
+def unmark_links(element: etree._Element, within: frozenset[str]) -> None:
+    """Take the markers of :func:`mark_links` off the links inside *within* elements."""
+    for outer in element.iter(*within):
+        for link in outer.iter("a"):
+            link.text = (link.text or "").removeprefix(LINK_OPEN) or None
+            link.tail = (link.tail or "").removeprefix(LINK_CLOSE) or None
+
+
 def visible_chars(serialised: str) -> int:
     """Characters of *serialised* text, spaces (indentation mostly) and markers not counted."""
     return len(serialised) - serialised.count(" ") - 2 * serialised.count(LINK_OPEN)

@@ -1,28 +1,88 @@
 /* The main content as text blocks (text.split_blocks and content.extract_main_blocks).
  *
- * The text is serialised with block boundaries and link markers, as the Python code
- * writes them into the tree, cut at the boundaries, and each block kept unless it is
- * a link list or a credit line, without its markers.
+ * The kept elements are serialised with block boundaries and link markers, as the Python
+ * code writes them into the tree (less the markers textsize.unmark_links takes off), cut
+ * at the boundaries, and the blocks kept unless they are link lists (content.
+ * _without_link_lists) or credit lines, without their markers.
  */
 #include "extract.h"
 
-/* The text of an element as split_blocks serialises it, link markers and block
- * boundaries in place. */
+/* Which link markers the serialisation writes: those of mark_links, less the ones that
+ * unmark_links takes off the links inside NEVER_LINK_LIST elements (when links are not
+ * the content). unmark_links runs once per such element around a link: each run takes
+ * one marker off the front of the link's text (its tail), mark_links' own first, then
+ * the page's literal U+E001 (U+E002) if the text starts with one. */
+typedef struct {
+    int unmark;             /* links are not the content: unmark_links runs */
+    int within;             /* NEVER_LINK_LIST elements open around this point of the walk */
+    int strip;              /* literal markers still to take off the front of the text ahead */
+    unsigned char stripped; /* which: OPEN_MARK or CLOSE_MARK */
+} Marking;
+
+/* A link's marker (U+E000 + `mark`) at its start or end: written, or taken off with
+ * literal ones after it when the link is inside NEVER_LINK_LIST elements. */
 static int
-serialise(const Tree *tree, int index, Buffer *out)
+write_link_marker(Marking *marking, unsigned char mark, Buffer *out)
 {
-    const Element *element = &tree->elements[index];
+    if (!marking->unmark || marking->within == 0) {
+        return extract_append(out, mark == OPEN_MARK ? OPEN : CLOSE, 3);
+    }
+    marking->strip = marking->within - 1; /* the first run took mark_links' marker */
+    marking->stripped = mark;
+    return 0;
+}
+
+/* An element's start or end: a block boundary (split_blocks writes one at the front of
+ * its text and of its tail), a link marker. Either ends the text a link's markers are
+ * taken off: lxml's .text and .tail stop at the next element. */
+static int
+write_element_event(const Element *element, int kind, Marking *marking, Buffer *out)
+{
+    marking->strip = 0;
+    if (element->flags & NEVER_LINK_LIST) {
+        marking->within += kind == START ? 1 : -1;
+    }
     if ((element->flags & BLOCK) && extract_append(out, BOUNDARY, 3) < 0) {
         return -1;
     }
-    if ((element->flags & LINK) && extract_append(out, OPEN, 3) < 0) {
+    if (element->flags & LINK) {
+        return write_link_marker(marking, kind == START ? OPEN_MARK : CLOSE_MARK, out);
+    }
+    return 0;
+}
+
+/* A text, less the literal markers unmark_links would take off its front. */
+static int
+write_text(const Text *text, Marking *marking, Buffer *out)
+{
+    const unsigned char *s = (const unsigned char *)text->content;
+    Py_ssize_t bytes = text->bytes;
+    if (marking->strip > 0 && text->markers) {
+        while (marking->strip > 0 && bytes >= 3 && s[0] == MARK_BYTE && s[1] == 0x80 && s[2] == marking->stripped) {
+            s += 3, bytes -= 3, marking->strip--;
+        }
+    }
+    if (bytes > 0) {
+        marking->strip = 0; /* the text does not start with one more */
+    }
+    return extract_append(out, (const char *)s, bytes);
+}
+
+/* The text of element `index` as split_blocks serialises it, link markers and block
+ * boundaries in place. A removed element is skipped with its tail kept: the Python code
+ * appends that tail to the text before it, so the texts around it are one. */
+static int
+serialise(const Tree *tree, int index, int links_are_content, Buffer *out)
+{
+    const Element *element = &tree->elements[index];
+    Marking marking = {!links_are_content, 0, 0, 0};
+    if (write_element_event(element, START, &marking, out) < 0) {
         return -1;
     }
     for (int at = element->start + 1; at < element->end; at++) {
         const Event *event = &tree->events[at];
         if (event->kind == TEXT) {
-            const Text *text = &tree->texts[event->index];
-            if (extract_append(out, text->content, text->bytes) < 0) {
+            if (write_text(&tree->texts[event->index], &marking, out) < 0) {
                 return -1;
             }
             continue;
@@ -30,12 +90,7 @@ serialise(const Tree *tree, int index, Buffer *out)
         const Element *other = &tree->elements[event->index];
         if (event->kind == START && other->removed) {
             at = other->end;
-            continue;
-        }
-        if ((other->flags & BLOCK) && extract_append(out, BOUNDARY, 3) < 0) {
-            return -1;
-        }
-        if ((other->flags & LINK) && extract_append(out, event->kind == START ? OPEN : CLOSE, 3) < 0) {
+        } else if (write_element_event(other, event->kind, &marking, out) < 0) {
             return -1;
         }
     }
@@ -109,23 +164,18 @@ is_credit_line(PyObject *block)
     return credit;
 }
 
-/* Append a split block to `blocks` unless it is a link list or a credit line, without its
- * link markers; -1 with an exception. */
+/* Append a block to `blocks` unless it is a credit line (asked with its link markers, as
+ * Python asks), without its markers; -1 with an exception. */
 static int
-keep_block(const char *s, Py_ssize_t length, int links_are_content, PyObject *blocks, Buffer *scratch)
+keep_block(const char *s, Py_ssize_t length, PyObject *blocks, Buffer *scratch)
 {
-    Py_ssize_t marker = extract_find_marker(s, 0, length, OPEN_MARK, CLOSE_MARK);
-    int open = marker >= 0 && extract_find_marker(s, marker, length, OPEN_MARK, OPEN_MARK) >= 0;
-    if (open && !links_are_content && is_link_list(s, length)) {
-        return 0;
-    }
     PyObject *block = PyUnicode_DecodeUTF8(s, length, "strict");
     int credit = block ? is_credit_line(block) : -1;
     if (credit != 0) {
         Py_XDECREF(block);
         return credit < 0 ? -1 : 0;
     }
-    if (marker >= 0) { /* the block without its markers */
+    if (extract_find_marker(s, 0, length, OPEN_MARK, CLOSE_MARK) >= 0) { /* the block without its markers */
         Py_DECREF(block);
         scratch->length = 0;
         Py_ssize_t from = 0;
@@ -149,26 +199,117 @@ keep_block(const char *s, Py_ssize_t length, int links_are_content, PyObject *bl
     return status;
 }
 
-/* The kept blocks of element `index` appended to `blocks`; -1 with an exception. */
-int
-extract_split_blocks(const Tree *tree, int index, int links_are_content, PyObject *blocks, Buffer *text,
-                     Buffer *scratch)
+/* A block of the serialised text: where it is, whether it is a link list. */
+typedef struct {
+    Py_ssize_t start, end;
+    int link_list;
+} Span;
+
+/* The blocks of split_blocks (not blank) in `s`, cut at its boundaries, into `spans`;
+ * -1 with an exception. Link lists are looked for unless links are the content, and
+ * only in blocks holding a link's opening marker, as content._without_link_lists does. */
+static int
+split(const char *s, Py_ssize_t length, int links_are_content, Buffer *spans)
 {
-    text->length = 0;
-    if (serialise(tree, index, text) < 0) {
-        return -1;
-    }
-    const char *s = text->data ? text->data : "";
-    for (Py_ssize_t start = 0; start <= text->length;) {
-        Py_ssize_t end = extract_find_marker(s, start, text->length, BOUNDARY_MARK, BOUNDARY_MARK);
-        end = end < 0 ? text->length : end;
-        if (end > start) {
-            int space = is_space(s + start, end - start);
-            if (space < 0 || (!space && keep_block(s + start, end - start, links_are_content, blocks, scratch) < 0)) {
+    for (Py_ssize_t start = 0; start <= length;) {
+        Py_ssize_t end = extract_find_marker(s, start, length, BOUNDARY_MARK, BOUNDARY_MARK);
+        end = end < 0 ? length : end;
+        if (end > start && !is_space(s + start, end - start)) {
+            Span span = {start, end, 0};
+            span.link_list = !links_are_content && extract_find_marker(s, start, end, OPEN_MARK, OPEN_MARK) >= 0
+                             && is_link_list(s + start, end - start);
+            if (extract_append(spans, (const char *)&span, sizeof(span)) < 0) {
                 return -1;
             }
         }
         start = end + 3;
     }
     return 0;
+}
+
+/* textsize.visible_chars of a block, markers in. */
+static long
+visible_chars(const char *s, Py_ssize_t length)
+{
+    Tally tally = {0, 0, 0, 0};
+    extract_tally_bytes(&tally, s, length);
+    return tally.total;
+}
+
+/* content._without_link_lists: whether the link lists go. Not when they hold more than
+ * half of the text: then the container is a listing (an index, a list of members),
+ * whose entries are links and tell it apart from the site's other listings. */
+static int
+drop_link_lists(const char *s, const Span *spans, Py_ssize_t n)
+{
+    int any = 0;
+    for (Py_ssize_t i = 0; i < n && !any; i++) {
+        any = spans[i].link_list;
+    }
+    if (!any) {
+        return 0; /* nothing to drop: the text need not be counted */
+    }
+    long all = 0, kept = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long chars = visible_chars(s + spans[i].start, spans[i].end - spans[i].start);
+        all += chars;
+        kept += spans[i].link_list ? 0 : chars;
+    }
+    return 2 * kept >= all;
+}
+
+/* The kept elements serialised one after another, a boundary between them: the blocks
+ * of each, in order, as split_blocks of each gives them. -1 with an exception. */
+static int
+serialise_kept(const Tree *tree, const int *kept, int n_kept, int links_are_content, Buffer *text)
+{
+    for (int i = 0; i < n_kept; i++) {
+        if (serialise(tree, kept[i], links_are_content, text) < 0 || extract_append(text, BOUNDARY, 3) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    Buffer text, spans, scratch;
+} Buffers;
+
+/* The kept blocks appended to `blocks`; -1 with an exception. */
+static int
+fill_blocks(const Tree *tree, const int *kept, int n_kept, int links_are_content, PyObject *blocks, Buffers *work)
+{
+    if (serialise_kept(tree, kept, n_kept, links_are_content, &work->text) < 0
+        || split(work->text.data, work->text.length, links_are_content, &work->spans) < 0) {
+        return -1;
+    }
+    const char *s = work->text.data;
+    const Span *span = (const Span *)work->spans.data;
+    Py_ssize_t n = work->spans.length / (Py_ssize_t)sizeof(Span);
+    int drop = drop_link_lists(s, span, n);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (drop && span[i].link_list) {
+            continue;
+        }
+        if (keep_block(s + span[i].start, span[i].end - span[i].start, blocks, &work->scratch) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The blocks of the kept elements (those left behind by the descent, then the
+ * container), less the link lists and the credit lines, without their markers. */
+PyObject *
+extract_blocks(const Tree *tree, const int *kept, int n_kept, int links_are_content)
+{
+    Buffers work = {{0}, {0}, {0}};
+    PyObject *blocks = PyList_New(0);
+    if (blocks != NULL && fill_blocks(tree, kept, n_kept, links_are_content, blocks, &work) < 0) {
+        Py_CLEAR(blocks);
+    }
+    PyMem_Free(work.text.data);
+    PyMem_Free(work.spans.data);
+    PyMem_Free(work.scratch.data);
+    return blocks;
 }

@@ -42,10 +42,11 @@ enum {
     HEADING = 1 << 4,     /* <h1> */
     MAIN = 1 << 5,
     ARTICLE = 1 << 6,
-    KEPT = 1 << 7,       /* kept when the descent leaves it behind */
-    TEXT_BLOCK = 1 << 8, /* never descended into */
-    LISTING = 1 << 9,    /* <pre> */
-    INVISIBLE = 1 << 10, /* text.INVISIBLE_TAGS: skipped, as text.parse_html strips them */
+    KEPT = 1 << 7,             /* kept when the descent leaves it behind */
+    TEXT_BLOCK = 1 << 8,       /* never descended into */
+    LISTING = 1 << 9,          /* <pre> */
+    INVISIBLE = 1 << 10,       /* text.INVISIBLE_TAGS: skipped, as text.parse_html strips them */
+    NEVER_LINK_LIST = 1 << 11, /* content._NEVER_LINK_LISTS: their links lose their markers */
 };
 
 /* The rules, from configure(). */
@@ -54,7 +55,7 @@ typedef struct {
     PyObject *verdict;                          /* ((name, value), ...) -> bool: boilerplate by attributes */
     PyObject *credit;                           /* str -> bool: a credit or legal line */
     PyObject *credit_brackets, *credit_letters; /* str: how one may start */
-    double descend_share, fair_share, winner_share, winner_margin, link_density, prose_share, pruned_share;
+    double descend_share, fair_share, winner_share, winner_margin, link_density, prose_share, pruned_share, link_share;
     Py_ssize_t contestants, sized_at_once;
 } Rules;
 
@@ -123,6 +124,7 @@ INTERNAL void extract_tally_bytes(Tally *tally, const char *s, Py_ssize_t bytes)
 INTERNAL void extract_measure_both(const Tree *tree, int index, long *prose, long *everything);
 INTERNAL long extract_measure(const Tree *tree, int index, int prose);
 INTERNAL long extract_text_chars(const Tree *tree, int index);
+INTERNAL long extract_link_chars(const Tree *tree, int index);
 INTERNAL long extract_loose_chars(const Tree *tree, int index);
 
 /* ---- The passes (prune.c, descent.c, blocks.c) ---- */
@@ -130,8 +132,7 @@ INTERNAL long extract_loose_chars(const Tree *tree, int index);
 INTERNAL int extract_prune(Tree *tree);
 INTERNAL void extract_forget_verdicts(void);
 INTERNAL int extract_main_container(Tree *tree, int prose, long total, int *behind, int *n_behind);
-INTERNAL int extract_split_blocks(const Tree *tree, int index, int links_are_content, PyObject *blocks, Buffer *text,
-                                  Buffer *scratch);
+INTERNAL PyObject *extract_blocks(const Tree *tree, const int *kept, int n_kept, int links_are_content);
 
 /* ---- Normalised blocks (collapse.c) ---- */
 

@@ -119,6 +119,30 @@ extract_text_chars(const Tree *tree, int index)
     return chars;
 }
 
+/* boilerplate._link_chars: the text_chars of every link inside element `index` (itself
+ * too), added up. A text inside n links counts n times, as Python's sum over
+ * element.iter("a") counts a link inside a link twice. */
+long
+extract_link_chars(const Tree *tree, int index)
+{
+    const Element *element = &tree->elements[index];
+    long chars = 0, links = (element->flags & LINK) != 0; /* links open around the walk */
+    for (int at = element->start + 1; at < element->end; at++) {
+        const Event *event = &tree->events[at];
+        if (event->kind == TEXT) {
+            chars += links * (tree->texts[event->index].chars - tree->texts[event->index].spaces);
+            continue;
+        }
+        const Element *other = &tree->elements[event->index];
+        if (event->kind == START && other->removed) {
+            at = other->end;
+        } else if (other->flags & LINK) {
+            links += event->kind == START ? 1 : -1;
+        }
+    }
+    return chars;
+}
+
 /* textsize._loose_chars: the parent's own text and its children's tails; -1 (None) when
  * a link marker is among them. */
 long

@@ -43,17 +43,8 @@ extract(Tree *tree, int *behind)
     if (container < 0) {
         return NULL;
     }
-    PyObject *blocks = PyList_New(0);
-    Buffer text = {0}, scratch = {0};
-    behind[n_behind++] = container;
-    for (int i = 0; blocks != NULL && i < n_behind; i++) {
-        if (extract_split_blocks(tree, behind[i], links_are_content, blocks, &text, &scratch) < 0) {
-            Py_CLEAR(blocks);
-        }
-    }
-    PyMem_Free(text.data);
-    PyMem_Free(scratch.data);
-    return blocks;
+    behind[n_behind++] = container; /* the kept elements, in order */
+    return extract_blocks(tree, behind, n_behind, links_are_content);
 }
 
 /* The arrays of the last call, kept for the next (pages come one after another): no
@@ -112,11 +103,11 @@ static PyObject *
 configure(PyObject *module, PyObject *args)
 {
     PyObject *tags, *verdict, *credit, *brackets, *letters;
-    double shares[7];
+    double shares[8];
     Py_ssize_t counts[2];
-    if (!PyArg_ParseTuple(args, "O!O(OUU)(ddddddd)(nn):configure", &PyDict_Type, &tags, &verdict, &credit, &brackets,
+    if (!PyArg_ParseTuple(args, "O!O(OUU)(dddddddd)(nn):configure", &PyDict_Type, &tags, &verdict, &credit, &brackets,
                           &letters, &shares[0], &shares[1], &shares[2], &shares[3], &shares[4], &shares[5], &shares[6],
-                          &counts[0], &counts[1])) {
+                          &shares[7], &counts[0], &counts[1])) {
         return NULL;
     }
     if (!PyCallable_Check(verdict) || !PyCallable_Check(credit)) {
@@ -134,7 +125,7 @@ configure(PyObject *module, PyObject *args)
     extract_rules.winner_share = shares[2];
     extract_rules.winner_margin = shares[3], extract_rules.link_density = shares[4],
     extract_rules.prose_share = shares[5];
-    extract_rules.pruned_share = shares[6];
+    extract_rules.pruned_share = shares[6], extract_rules.link_share = shares[7];
     extract_rules.contestants = counts[0], extract_rules.sized_at_once = counts[1];
     Py_RETURN_NONE;
 }
@@ -147,7 +138,7 @@ static PyMethodDef methods[] = {
      "block_keys(blocks, short_block): templates.block_key of each block."},
     {"configure", configure, METH_VARARGS,
      "configure(tags, verdict, (credit, its brackets, its first letters), (descend, fair, winner, margin, link "
-     "density, prose, pruned shares),"
+     "density, prose, pruned, pruned link shares),"
      " (contestants, sized at once))"},
     {NULL, NULL, 0, NULL},
 };
@@ -177,7 +168,7 @@ PyInit__extract(void)
         {"HEADING", HEADING},       {"MAIN", MAIN},
         {"ARTICLE", ARTICLE},       {"KEPT", KEPT},
         {"TEXT_BLOCK", TEXT_BLOCK}, {"LISTING", LISTING},
-        {"INVISIBLE", INVISIBLE},
+        {"INVISIBLE", INVISIBLE},   {"NEVER_LINK_LIST", NEVER_LINK_LIST},
     };
     if (extract_unsupported == NULL || PyModule_AddObjectRef(module, "Unsupported", extract_unsupported) < 0) {
         Py_DECREF(module);

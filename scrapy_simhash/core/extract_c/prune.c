@@ -176,6 +176,19 @@ all_small(const Tree *tree, const int *doomed, int n_doomed, char *is_doomed)
     return (double)largest <= extract_rules.pruned_share * (double)outermost;
 }
 
+/* An element too big to be boilerplate (some sites wrap the whole page in a <header>),
+ * unless it is mostly link text: a book's table of contents in a <nav> outweighs a short
+ * chapter. `limit`: the share of the page's text that saves an element. */
+static int
+too_big_to_prune(const Tree *tree, int index, double limit)
+{
+    long chars = extract_text_chars(tree, index);
+    if ((double)chars <= limit) {
+        return 0;
+    }
+    return (double)extract_link_chars(tree, index) <= extract_rules.link_share * (double)chars;
+}
+
 /* Mark the boilerplate elements removed; -1 with an exception. The walk's root (the
  * body) is never removed: removing it from its parent leaves its own text as it is. */
 int
@@ -221,9 +234,7 @@ extract_prune(Tree *tree)
             if (index == 0 || has_removed_ancestor(tree, index)) {
                 continue; /* the body, or already gone with an ancestor */
             }
-            if ((double)extract_text_chars(tree, index) <= limit) {
-                tree->elements[index].removed = 1;
-            }
+            tree->elements[index].removed = !too_big_to_prune(tree, index, limit);
         }
     }
     status = 0;
