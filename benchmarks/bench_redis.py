@@ -5,9 +5,9 @@
     python benchmarks/bench_redis.py --sizes 100000 1000000 --clients 1 4 --threads 1 4
     python benchmarks/bench_redis.py --url redis://127.0.0.1:6379/15   # an existing server (flushes that db)
 
-Each check is ``add_if_new`` of a new page whose mask has --wildcard-bits random
-bits, spread as a page's are (default: FingerprintOptions.wildcard_bits'), so it is stored: the write
-path, one round trip. With --clients N, N processes (each its own RedisIndex, its own
+Each check is ``add_if_new`` of a new page with a (random) 32-byte sketch, whose mask has
+--wildcard-bits random bits, spread as a page's are (default: FingerprintOptions.wildcard_bits'),
+so it is stored: the write path, one round trip. With --clients N, N processes (each its own RedisIndex, its own
 mirror) check at once, each from --threads T threads sharing its index (as the Scrapy
 glue's worker threads do): "checks/s" is per client, "all clients/s" their sum.
 "redis us" is the time Redis spends in the script per check (INFO commandstats);
@@ -15,11 +15,12 @@ glue's worker threads do): "checks/s" is per client, "all clients/s" their sum.
 mirror's probe, and the kernel's for the socket).
 
 Without --url it starts a throwaway redis-server as the tests do (tests/redis_server.py).
-Memory is INFO memory's used_memory after minus before loading, with each shape of
-key in turn: ~54-byte URLs ("bytes/fp": https://www.example.com/section-45/article/204567.html),
-the same without "www." ("no-www B/fp"), ~100-byte URLs with none of the pieces the
-key coding shortens but the scheme ("long-URL B/fp", see long_url) and empty keys
-("no-URL B/fp");
+Memory is INFO memory's used_memory after minus before loading, every entry with a
+sketch and each shape of key in turn: ~54-byte URLs ("bytes/fp":
+https://www.example.com/section-45/article/204567.html), the same without "www."
+("no-www B/fp"), ~100-byte URLs with none of the pieces the key coding shortens but the
+scheme ("long-URL B/fp", see long_url) and empty keys ("no-URL B/fp"); and the ~54-byte
+URLs stored without sketches ("no-sketch B/fp": a sketch is 32 bytes of it);
 "mirror bytes/fp" is the RAM each client's local copy takes. "reopen s": opening
 the index (reading the log into the mirror).
 """
@@ -40,6 +41,7 @@ import redis
 from bench_disk import print_table, random_fingerprints, url  # sibling
 from scrapy_simhash.core.fingerprint import weakest_bits
 from scrapy_simhash.core.fingerprinter import FingerprintOptions
+from scrapy_simhash.core.sketch import SKETCH_BYTES
 from scrapy_simhash.index.redis import RedisIndex
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -56,6 +58,13 @@ def random_wildcards(count: int, bits: int, seed: int) -> list[int]:
     return [weakest_bits(rng.random(64), bits) for _ in range(count)]
 
 
+def random_sketches(count: int, seed: int) -> list[bytes]:
+    """*count* random sketches (to Redis, any 32 bytes are alike: stored, and compared
+    only with the candidates' within k)."""
+    data = np.random.default_rng(seed).bytes(count * SKETCH_BYTES)
+    return [data[start : start + SKETCH_BYTES] for start in range(0, len(data), SKETCH_BYTES)]
+
+
 def url_without_www(i: int) -> str:
     return url(i).replace("https://www.", "https://", 1)
 
@@ -70,9 +79,11 @@ def no_key(i: int) -> str:
     return ""
 
 
-# Column name -> the key of entry i; the first is the one the checks run against.
-_KEY_SHAPES: dict[str, Callable[[int], str]] = {
-    "bytes/fp": url, "no-www B/fp": url_without_www, "long-URL B/fp": long_url, "no-URL B/fp": no_key,
+# Column name -> the key of entry i, and whether entries have sketches; the first is
+# the one the checks run against.
+_LOADS: dict[str, tuple[Callable[[int], str], bool]] = {
+    "bytes/fp": (url, True), "no-sketch B/fp": (url, False), "no-www B/fp": (url_without_www, True),
+    "long-URL B/fp": (long_url, True), "no-URL B/fp": (no_key, True),
 }
 
 
@@ -80,16 +91,18 @@ def used_memory(client: redis.Redis) -> int:
     return int(client.info("memory")["used_memory"])
 
 
-def load(redis_url: str, namespace: str, size: int, key: Callable[[int], str]) -> tuple[float, int]:
-    """Seconds to add *size* entries (add_many) and the bytes Redis' memory grew by."""
+def load(redis_url: str, namespace: str, size: int, key: Callable[[int], str],
+         with_sketches: bool) -> tuple[float, int]:
+    """Seconds to add *size* entries (add_entries) and the bytes Redis' memory grew by."""
     client = redis.Redis.from_url(redis_url)
     before = used_memory(client)
     fingerprints = random_fingerprints(size, seed=1).tolist()
+    sketches = random_sketches(size, seed=1) if with_sketches else [None] * size
     started = time.perf_counter()
     with RedisIndex(redis_url, expected_size=size, namespace=namespace) as index:
         for start in range(0, size, _LOAD_CHUNK):
-            chunk = fingerprints[start : start + _LOAD_CHUNK]
-            index.add_many(zip(chunk, map(key, range(start, start + len(chunk)))))
+            stop = min(start + _LOAD_CHUNK, size)
+            index.add_entries(zip(fingerprints[start:stop], map(key, range(start, stop)), sketches[start:stop]))
     seconds = time.perf_counter() - started
     grown = used_memory(client) - before
     client.close()
@@ -97,13 +110,14 @@ def load(redis_url: str, namespace: str, size: int, key: Callable[[int], str]) -
 
 
 def check_latencies(index: RedisIndex, wildcard_bits: int, seed: int, count: int) -> np.ndarray:
-    """Latency (s) of add_if_new of *count* new fingerprints, each with its wildcard mask."""
+    """Latency (s) of add_if_new of *count* new fingerprints, each with its wildcard mask and sketch."""
     fingerprints = random_fingerprints(count, seed=seed).tolist()
     wildcards = random_wildcards(count, wildcard_bits, seed=seed)
+    sketches = random_sketches(count, seed=seed)
     latencies = np.empty(count)
-    for i, (fingerprint, wildcard) in enumerate(zip(fingerprints, wildcards)):
+    for i, (fingerprint, wildcard, sketch) in enumerate(zip(fingerprints, wildcards, sketches)):
         started = time.perf_counter()
-        index.add_if_new(fingerprint, url(10**9 + seed * _PROBES + i), wildcard)
+        index.add_if_new(fingerprint, url(10**9 + seed * _PROBES + i), wildcard, sketch)
         latencies[i] = time.perf_counter() - started
     return latencies
 
@@ -158,9 +172,9 @@ def run(redis_url: str, size: int, wildcard_bits: list[int], clients: list[int],
     """One row per (clients, wildcard width), all on one index of *size* entries."""
     client = redis.Redis.from_url(redis_url)
     grown = {}
-    for column, key in reversed(_KEY_SHAPES.items()):  # the checks' shape last: it stays
+    for column, (key, with_sketches) in reversed(_LOADS.items()):  # the checks' load last: it stays
         client.flushdb()
-        load_seconds, grown[column] = load(redis_url, "bench", size, key)
+        load_seconds, grown[column] = load(redis_url, "bench", size, key, with_sketches)
     started = time.perf_counter()
     with RedisIndex(redis_url, expected_size=size, namespace="bench") as index:
         reopen_seconds = time.perf_counter() - started
@@ -170,7 +184,7 @@ def run(redis_url: str, size: int, wildcard_bits: list[int], clients: list[int],
         "size": f"{size:,}",
         "bulk adds/s": f"{size / load_seconds:,.0f}",
         "reopen s": f"{reopen_seconds:.2f}",
-        **{column: f"{grown[column] / size:.1f}" for column in _KEY_SHAPES},
+        **{column: f"{grown[column] / size:.1f}" for column in _LOADS},
         "mirror bytes/fp": f"{mirror['index_bytes_per_fingerprint'] + mirror['key_bytes_per_fingerprint']:.1f}",
     }
     runs = [(n, t, bits) for n in clients for t in threads for bits in wildcard_bits]
