@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 _HOST_INDEX_START_SIZE = 1024
 #: What the INFO line at open says of an index (from its ``describe()``), in this order.
-_SUMMARY_FIELDS = ("backend", "url", "path", "namespace", "size", "max_distance", "ttl")
+_SUMMARY_FIELDS = ("backend", "url", "path", "namespace", "size", "max_distance", "min_similarity", "ttl")
 
 
 class NearDuplicateChecker:
@@ -56,7 +56,7 @@ class NearDuplicateChecker:
         # run in worker threads: the lock keeps two of them from opening one index twice.
         self._in_thread = is_shared_spec(config.index)
         self._opening = threading.Lock()
-        self._base_namespace = crawler.spidercls.name if config.scope == "spider" else ""
+        self._base_namespace = base_namespace(config, crawler.spidercls.name)
         self._log_next_match = True
         self._index_errors = 0  # in a row: the first is warned of, the count logged when it is back
         self._log_next_error = True
@@ -91,11 +91,14 @@ class NearDuplicateChecker:
             for index in indexes:
                 index.flush()
 
-    async def check(self, fingerprint: int, key: str, host: str = "", wildcard: int = 0) -> Match | None:
+    async def check(
+        self, fingerprint: int, key: str, host: str = "", wildcard: int = 0, sketch: bytes | None = None
+    ) -> Match | None:
         """Record *fingerprint* under *key*, or return the earlier one it duplicates.
 
         *wildcard*: the fingerprint's least-confident bits, which may differ freely
-        (:attr:`FingerprintResult.wildcard`).
+        (:attr:`FingerprintResult.wildcard`); *sketch*: the page's minwise sketch, which
+        must confirm a match (:attr:`FingerprintResult.sketch`).
 
         An unreachable index counts ``index_error`` and keeps the page, or re-raises
         :class:`IndexUnavailableError` when ``SIMHASH_ON_INDEX_ERROR = "fail"``.
@@ -103,9 +106,9 @@ class NearDuplicateChecker:
         self.count("checked")
         try:
             if self._in_thread:
-                match = await run_in_thread(self._add_if_new, fingerprint, key, host, wildcard)
+                match = await run_in_thread(self._add_if_new, fingerprint, key, host, wildcard, sketch)
             else:
-                match = self._add_if_new(fingerprint, key, host, wildcard)
+                match = self._add_if_new(fingerprint, key, host, wildcard, sketch)
         except IndexUnavailableError as exc:
             self._index_error(exc)
             return None
@@ -155,9 +158,11 @@ class NearDuplicateChecker:
             return None
         return result
 
-    def _add_if_new(self, fingerprint: int, key: str, host: str, wildcard: int) -> Match | None:
+    def _add_if_new(
+        self, fingerprint: int, key: str, host: str, wildcard: int, sketch: bytes | None
+    ) -> Match | None:
         index = self._index_for(host if self.config.scope == "domain" else "")
-        return index.add_if_new(fingerprint, key, wildcard)
+        return index.add_if_new(fingerprint, key, wildcard, sketch)
 
     def _index_for(self, host: str) -> SimhashIndex:
         namespace = "/".join(part for part in (self._base_namespace, host, self._kind_namespace) if part)
@@ -173,6 +178,7 @@ class NearDuplicateChecker:
         return open_index(
             self.config.index,
             max_distance=self.config.max_distance,
+            min_similarity=self.config.min_similarity,
             expected_size=self._expected_size(host),
             namespace=namespace,
             signature=self.config.fingerprint.signature(),
@@ -204,8 +210,9 @@ class NearDuplicateChecker:
         self._log_match(key, match)
 
     def _log_match(self, key: str, match: Match) -> None:
-        args = {"kind": self._kind, "key": key, "original": match.key, "distance": match.distance}
-        message = "Near-duplicate %(kind)s %(key)s of %(original)s (distance %(distance)d)"
+        args = {"kind": self._kind, "key": key, "original": match.key, "distance": match.distance,
+                "similarity": describe_similarity(match)}
+        message = "Near-duplicate %(kind)s %(key)s of %(original)s (distance %(distance)d%(similarity)s)"
         if self.config.debug:
             self._logger.debug(message, args)
         elif self._log_next_match:
@@ -249,6 +256,20 @@ def _warn_of_python_stages(logger: logging.Logger) -> None:
             " so fingerprinting takes about twice as long (see the README, Set-up)",
             {"stages": " and ".join(slow)},
         )
+
+
+def base_namespace(config: SimhashSettings, spider_name: str) -> str:
+    """The namespace every index of a component starts with: the project's own
+    (``SIMHASH_NAMESPACE``, else ``BOT_NAME``) on a shared server, then the spider's name
+    with ``SIMHASH_SCOPE = "spider"``. (A disk store is the project's own directory.)"""
+    project = config.namespace if is_shared_spec(config.index) else ""
+    spider = spider_name if config.scope == "spider" else ""
+    return "/".join(part for part in (project, spider) if part)
+
+
+def describe_similarity(match: Match) -> str:
+    """``", similarity 0.93"`` for a match its sketch confirmed, else nothing."""
+    return "" if match.similarity is None else f", similarity {match.similarity:.2f}"
 
 
 def summary(info: dict[str, Any]) -> str:

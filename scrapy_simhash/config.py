@@ -18,7 +18,7 @@ from scrapy.utils.job import job_dir
 
 from .core.fingerprinter import FingerprintOptions
 from .index import check_index_spec
-from .index.base import DEFAULT_MAX_DISTANCE, MAX_DISTANCE_LIMIT
+from .index.base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, MAX_DISTANCE_LIMIT
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -42,7 +42,11 @@ class SimhashSettings:
 
     enabled: bool = True
     max_distance: int = DEFAULT_MAX_DISTANCE
+    min_similarity: float = DEFAULT_MIN_SIMILARITY
     index: str | None = None
+    #: What a shared (Redis) index's keys start with, after ``simhash:``: the project's
+    #: own by default, so that two projects on one Redis database do not share pages.
+    namespace: str = "scrapybot"
     scope: Scope = "crawl"
     action: Action = "drop"
     item_fields: tuple[str, ...] = ()
@@ -60,7 +64,9 @@ class SimhashSettings:
         return cls(
             enabled=_read(settings, "SIMHASH_ENABLED", settings.getbool, True),
             max_distance=_max_distance(settings),
+            min_similarity=_min_similarity(settings),
             index=_index_spec(settings),
+            namespace=_namespace(settings),
             scope=_choice(settings, "SIMHASH_SCOPE", _SCOPES),
             action=_choice(settings, "SIMHASH_ACTION", _ACTIONS),
             item_fields=_item_fields(settings),
@@ -138,6 +144,22 @@ def _max_distance(settings: BaseSettings) -> int:
     value = _integer(settings, "SIMHASH_MAX_DISTANCE", DEFAULT_MAX_DISTANCE)
     if not 0 <= value <= MAX_DISTANCE_LIMIT:
         raise ValueError(f"SIMHASH_MAX_DISTANCE must be between 0 and {MAX_DISTANCE_LIMIT}, not {value}")
+    return value
+
+
+def _min_similarity(settings: BaseSettings) -> float:
+    value: float = _read(settings, "SIMHASH_MIN_SIMILARITY", settings.getfloat, DEFAULT_MIN_SIMILARITY)
+    if not 0.0 <= value <= 1.0:  # (also refuses nan)
+        raise ValueError(f"SIMHASH_MIN_SIMILARITY must be between 0 and 1, not {value!r}")
+    return value
+
+
+def _namespace(settings: BaseSettings) -> str:
+    value = settings.get("SIMHASH_NAMESPACE")
+    if value is None:
+        value = settings.get("BOT_NAME") or "scrapybot"
+    if not isinstance(value, str):
+        raise ValueError(f"SIMHASH_NAMESPACE must be a string, not {value!r}")
     return value
 
 

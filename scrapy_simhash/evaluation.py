@@ -20,6 +20,7 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .core.fingerprint import hamming_distance
+from .index.base import DEFAULT_MIN_SIMILARITY
 from .index.memory import MemoryIndex
 
 DUP, DISTINCT, AMBIGUOUS = "dup", "distinct", "ambiguous"
@@ -111,20 +112,24 @@ def close_pairs(
     languages: Mapping[str, str],
     max_distance: int,
     wildcards: Mapping[str, int] | None = None,
+    sketches: Mapping[str, bytes] | None = None,
+    min_similarity: float = DEFAULT_MIN_SIMILARITY,
 ) -> dict[tuple[str, str], int]:
     """Every same-language pair within *max_distance*, with its distance (via the index).
 
     A pair's distance is counted outside the *wildcards* bits of its later page (in
-    the order of *fingerprints*), as when that page is checked in a crawl.
+    the order of *fingerprints*), as when that page is checked in a crawl. With
+    *sketches*, a pair counts only when they confirm it (*min_similarity*).
     """
     distance = _PairDistance(fingerprints, wildcards)
+    sketches = sketches or {}
     found: dict[tuple[str, str], int] = {}
     for language in sorted(set(languages[page] for page in fingerprints)):
         pages = [page for page in fingerprints if languages[page] == language]
-        index = MemoryIndex(max_distance, expected_size=max(len(pages), 1))
-        index.add_many((fingerprints[page], page) for page in pages)
+        index = MemoryIndex(max_distance, expected_size=max(len(pages), 1), min_similarity=min_similarity)
+        index.add_entries((fingerprints[page], page, sketches.get(page)) for page in pages)
         for page in pages:
-            for match in index.query(fingerprints[page], distance.wildcards.get(page, 0)):
+            for match in index.query(fingerprints[page], distance.wildcards.get(page, 0), sketches.get(page)):
                 if distance.position[match.key] < distance.position[page]:
                     found[pair_key(page, match.key)] = distance(page, match.key)
     return found
@@ -175,14 +180,16 @@ def crawl_matches(
     order: Sequence[str],
     max_distance: int,
     wildcards: Mapping[str, int] | None = None,
+    sketches: Mapping[str, bytes] | None = None,
+    min_similarity: float = DEFAULT_MIN_SIMILARITY,
 ) -> dict[str, str]:
     """What ``dedup`` does: ``add_if_new`` page by page; each dropped page -> the page it named."""
-    wildcards = wildcards or {}
+    wildcards, sketches = wildcards or {}, sketches or {}
     matched: dict[str, str] = {}
-    with MemoryIndex(max_distance, expected_size=max(len(order), 1)) as index:
+    with MemoryIndex(max_distance, expected_size=max(len(order), 1), min_similarity=min_similarity) as index:
         for page in order:
             if page in fingerprints:
-                match = index.add_if_new(fingerprints[page], page, wildcards.get(page, 0))
+                match = index.add_if_new(fingerprints[page], page, wildcards.get(page, 0), sketches.get(page))
                 if match is not None:
                     matched[page] = match.key
     return matched

@@ -18,18 +18,24 @@ from scrapy.exceptions import DropItem, IgnoreRequest
 from .core.fingerprint import to_hex
 
 
+def _described(what: str, fingerprint: int, duplicate_of: str, distance: int, similarity: float | None) -> str:
+    confirmed = "" if similarity is None else f", similarity {similarity:.2f}"
+    return f"{what} (simhash {to_hex(fingerprint)}) of {duplicate_of} at distance {distance}{confirmed}"
+
+
 class NearDuplicatePage(IgnoreRequest):
     """A response whose main text is within the distance bound of an earlier page."""
 
-    def __init__(self, url: str, fingerprint: int, duplicate_of: str, distance: int) -> None:
-        super().__init__(
-            f"Near-duplicate page {url} (simhash {to_hex(fingerprint)}) of {duplicate_of}"
-            f" at distance {distance}"
-        )
+    def __init__(
+        self, url: str, fingerprint: int, duplicate_of: str, distance: int, similarity: float | None = None
+    ) -> None:
+        super().__init__(_described(f"Near-duplicate page {url}", fingerprint, duplicate_of, distance, similarity))
         self.url = url
         self.fingerprint = fingerprint
         self.duplicate_of = duplicate_of
         self.distance = distance
+        #: The Jaccard similarity the two pages' sketches estimate (None: not confirmed by one).
+        self.similarity = similarity
 
 
 class NearDuplicateItem(DropItem):
@@ -38,13 +44,15 @@ class NearDuplicateItem(DropItem):
     It is logged at DEBUG (``log_level``): an expected drop, not a warning.
     """
 
-    def __init__(self, key: str, fingerprint: int, duplicate_of: str, distance: int) -> None:
+    def __init__(
+        self, key: str, fingerprint: int, duplicate_of: str, distance: int, similarity: float | None = None
+    ) -> None:
         super().__init__(
-            f"Near-duplicate item {key} (simhash {to_hex(fingerprint)}) of {duplicate_of}"
-            f" at distance {distance}",
+            _described(f"Near-duplicate item {key}", fingerprint, duplicate_of, distance, similarity),
             log_level="DEBUG",
         )
         self.key = key
         self.fingerprint = fingerprint
         self.duplicate_of = duplicate_of
         self.distance = distance
+        self.similarity = similarity

@@ -43,7 +43,8 @@ class SimhashMiddleware:
     (robots.txt, Scrapy's own ``NO_CALLBACK`` downloads, images, JSON, errors) pass untouched and count as
     ``simhash/skipped/<reason>``. The result goes to ``request.meta["simhash"]``::
 
-        {"fingerprint": "3f0c...", "duplicate_of": "http://.../a.html" or None, "distance": 2 or None}
+        {"fingerprint": "3f0c...", "wildcard": "...", "sketch": "...",
+         "duplicate_of": "http://.../a.html" or None, "distance": 2 or None, "similarity": 0.93 or None}
 
     With ``SIMHASH_ACTION = "drop"`` (the default) a near-duplicate raises
     :exc:`~scrapy_simhash.NearDuplicatePage`, an :exc:`~scrapy.exceptions.IgnoreRequest`:
@@ -57,7 +58,7 @@ class SimhashMiddleware:
     Set ``request.meta["dont_simhash"] = True`` to leave one request alone.
     The first near-duplicate is logged at DEBUG::
 
-        DEBUG: Near-duplicate page http://host/b.html of http://host/a.html (distance 2)
+        DEBUG: Near-duplicate page http://host/b.html of http://host/a.html (distance 2, similarity 0.93)
         - no more near-duplicates will be shown (see SIMHASH_DEBUG to show all)
     """
 
@@ -79,10 +80,10 @@ class SimhashMiddleware:
         page = self._fingerprint(request, response)
         if page is None or page.fingerprint is None:
             return response
-        match = await self._check(page.fingerprint, page.wildcard, response)
-        request.meta[META_KEY] = page_meta(page.fingerprint, page.wildcard, match)
+        match = await self._check(page, response)
+        request.meta[META_KEY] = page_meta(page, match)
         if match is not None and self.config.action == "drop":
-            raise NearDuplicatePage(response.url, page.fingerprint, match.key, match.distance)
+            raise NearDuplicatePage(response.url, page.fingerprint, match.key, match.distance, match.similarity)
         return response
 
     def _fingerprint(self, request: Request, response: Response) -> FingerprintResult | None:
@@ -107,19 +108,23 @@ class SimhashMiddleware:
             return "not_html"
         return None
 
-    async def _check(self, fingerprint: int, wildcard: int, response: Response) -> Match | None:
+    async def _check(self, page: FingerprintResult, response: Response) -> Match | None:
         host = urlparse_cached(response).hostname or ""
         try:
-            return await self._checker.check(fingerprint, response.url, host, wildcard)
+            assert page.fingerprint is not None
+            return await self._checker.check(page.fingerprint, response.url, host, page.wildcard, page.sketch)
         except IndexUnavailableError as exc:
             raise IgnoreRequest(f"Simhash index unavailable (SIMHASH_ON_INDEX_ERROR='fail'): {exc}") from exc
 
 
-def page_meta(fingerprint: int, wildcard: int, match: Match | None) -> dict[str, Any]:
+def page_meta(page: FingerprintResult, match: Match | None) -> dict[str, Any]:
     """The ``meta["simhash"]`` value: the fingerprint and what it duplicates, if anything."""
+    assert page.fingerprint is not None
     return {
-        "fingerprint": to_hex(fingerprint),
-        "wildcard": to_hex(wildcard),
+        "fingerprint": to_hex(page.fingerprint),
+        "wildcard": to_hex(page.wildcard),
+        "sketch": page.sketch.hex() if page.sketch else None,
         "duplicate_of": match.key if match else None,
         "distance": match.distance if match else None,
+        "similarity": match.similarity if match else None,
     }

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import html
-import itertools
+import hashlib
+import json
 import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
@@ -15,6 +16,7 @@ from scrapy.exceptions import DropItem, NotConfigured
 from ._glue import NearDuplicateChecker
 from .config import SimhashSettings
 from .core.fingerprint import from_hex
+from .core.sketch import check_sketch
 from .exceptions import NearDuplicateItem
 from .index import IndexUnavailableError
 from .middlewares import META_KEY
@@ -49,7 +51,7 @@ class SimhashPipeline:
 
     Items with neither pass untouched (``simhash/items/skipped/no_fields``).
     Items are checked in their own index namespace, under their ``url`` field
-    (or ``item-<n>``). A drop raises :exc:`~scrapy_simhash.NearDuplicateItem`, a
+    (or ``item-<digest of their fields>``, :func:`content_key`). A drop raises :exc:`~scrapy_simhash.NearDuplicateItem`, a
     :exc:`~scrapy.exceptions.DropItem` logged at DEBUG. Stats: ``simhash/items/...``.
     """
 
@@ -60,7 +62,6 @@ class SimhashPipeline:
         self._checker = NearDuplicateChecker(
             crawler, self.config, kind="item", stats_prefix="simhash/items", logger=logger
         )
-        self._item_numbers = itertools.count(1)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -72,17 +73,17 @@ class SimhashPipeline:
         page = carried_page(adapter.get(META_KEY))
         if page is not None and page.duplicate_of is not None:
             self._checker.count("dropped")
-            raise NearDuplicateItem(key, page.fingerprint, page.duplicate_of, page.distance or 0)
+            raise NearDuplicateItem(key, page.fingerprint, page.duplicate_of, page.distance or 0, page.similarity)
         found: CarriedPage | FingerprintResult | None = page or self._fingerprint(adapter, key)
         if found is None or found.fingerprint is None:
             return item
         host = urlsplit(key).hostname or ""
         try:
-            match = await self._checker.check(found.fingerprint, key, host, found.wildcard)
+            match = await self._checker.check(found.fingerprint, key, host, found.wildcard, found.sketch)
         except IndexUnavailableError as exc:
             raise DropItem(f"Simhash index unavailable (SIMHASH_ON_INDEX_ERROR='fail'): {exc}") from exc
         if match is not None:
-            raise NearDuplicateItem(key, found.fingerprint, match.key, match.distance)
+            raise NearDuplicateItem(key, found.fingerprint, match.key, match.distance, match.similarity)
         return item
 
     def _fingerprint(self, adapter: ItemAdapter, key: str) -> FingerprintResult | None:
@@ -111,14 +112,24 @@ class SimhashPipeline:
 
     def _key(self, adapter: ItemAdapter) -> str:
         url = adapter.get("url")
-        return url if isinstance(url, str) and url else f"item-{next(self._item_numbers)}"
+        return url if isinstance(url, str) and url else content_key(adapter)
+
+
+def content_key(adapter: ItemAdapter) -> str:
+    """The key of an item without a ``url``: ``item-`` and a digest of its fields, the same
+    in every run and crawler (a count would repeat across them and match in a shared index)."""
+    fields = {name: value for name, value in adapter.items() if name != META_KEY}
+    text = json.dumps(fields, sort_keys=True, default=repr, ensure_ascii=False)
+    return "item-" + hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
 
 
 class CarriedPage(NamedTuple):
     fingerprint: int
     wildcard: int
+    sketch: bytes | None
     duplicate_of: str | None
     distance: int | None
+    similarity: float | None
 
 
 def carried_page(value: Any) -> CarriedPage | None:
@@ -128,6 +139,9 @@ def carried_page(value: Any) -> CarriedPage | None:
     try:
         fingerprint = from_hex(value["fingerprint"])
         wildcard = from_hex(value.get("wildcard") or "0")
+        sketch = check_sketch(bytes.fromhex(value["sketch"])) if value.get("sketch") else None
     except (KeyError, TypeError, ValueError):
         return None
-    return CarriedPage(fingerprint, wildcard, value.get("duplicate_of"), value.get("distance"))
+    return CarriedPage(
+        fingerprint, wildcard, sketch, value.get("duplicate_of"), value.get("distance"), value.get("similarity")
+    )

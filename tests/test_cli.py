@@ -99,7 +99,7 @@ def test_dedup_streams_one_line_per_record_in_order(
     assert results[1]["duplicate_of"] == "original" and 0 <= results[1]["distance"] <= 3
     assert results[2]["duplicate_of"] is None
     assert results[3] == {"id": "short", "fingerprint": None, "duplicate_of": None,
-                          "distance": None, "skip_reason": "too_short"}
+                          "distance": None, "similarity": None, "skip_reason": "too_short"}
 
 
 def test_fingerprint_jsonl_text_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -144,4 +144,47 @@ def test_export_and_import_carry_the_fingerprint_options(tmp_path: Path, capsys:
         pass
     capsys.readouterr()
     assert main(["import", str(export), str(tmp_path / "elsewhere")]) == 1  # other options: refused
-    assert "made with other options" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert "made otherwise" in error and "shingle_size" in error
+
+
+def sketched_entries(count: int = 200) -> list[tuple[int, str, bytes | None]]:
+    """Random entries, every fourth without a sketch."""
+    rng = random.Random(4)
+    return [(rng.getrandbits(64), f"https://site/{i}", None if i % 4 == 0 else rng.randbytes(32)) for i in range(count)]
+
+
+def test_export_then_import_keeps_the_sketches(tmp_path: Path) -> None:
+    entries = sketched_entries()
+    with open_index(tmp_path / "source", namespace="books") as index:
+        index.add_entries(entries)
+    exported = tmp_path / "out.jsonl"
+    assert main(["export", str(tmp_path / "source"), str(exported), "--namespace", "books"]) == 0
+    lines = {line["key"]: line for line in map(json.loads, exported.read_text().splitlines())}
+    for fingerprint, key, sketch in entries:  # hex, and no field at all without a sketch
+        expected = {"fingerprint": to_hex(fingerprint), "key": key} | ({"sketch": sketch.hex()} if sketch else {})
+        assert lines[key] == expected
+    assert main(["import", str(exported), str(tmp_path / "copy")]) == 0
+    with open_index(tmp_path / "copy") as copy:
+        assert sorted(copy.entries(), key=lambda e: e[1]) == sorted(entries, key=lambda e: e[1])
+
+
+def test_import_skipping_near_duplicates_confirms_with_the_sketches(tmp_path: Path, capsys) -> None:
+    sketch = bytes(range(32))
+    close = bytes([sketch[0] ^ 0b111]) + sketch[1:]  # 3 bits apart
+    far = bytes(b ^ 0xFF for b in sketch)  # 256 bits apart
+    lines = [
+        {"fingerprint": to_hex(0xF0), "key": "a", "sketch": sketch.hex()},
+        {"fingerprint": to_hex(0xF1), "key": "other page", "sketch": far.hex()},  # within k, sketches disagree
+        {"fingerprint": to_hex(0xF3), "key": "copy of a", "sketch": close.hex()},
+        {"fingerprint": to_hex(0xF7), "key": "no sketch", "sketch": None},  # matches on the fingerprint
+        {"fingerprint": to_hex(0xF00), "key": "bad", "sketch": "abcd"},
+        {"fingerprint": to_hex(0xF01), "key": "bad type", "sketch": 12},
+    ]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert main(["import", str(source), str(tmp_path / "store"), "--skip-near-duplicates"]) == 0
+    err = capsys.readouterr().err
+    assert "in.jsonl:5" in err and "in.jsonl:6" in err and "skipped 2 near-duplicates" in err
+    with open_index(tmp_path / "store") as index:
+        assert sorted(index.entries()) == [(0xF0, "a", sketch), (0xF1, "other page", far)]

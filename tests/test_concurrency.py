@@ -1,4 +1,9 @@
-"""Many workers, one Redis index: each near-duplicate cluster is kept exactly once."""
+"""Many workers, one Redis index: each near-duplicate cluster is kept exactly once.
+
+A cluster's variants are within k of each other; their sketches split them into
+groups (pages that SimHash alone would call copies, but whose shingles differ), and
+exactly one page of each group is kept, whoever is first.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +28,8 @@ from scrapy_simhash.index.redis import RedisIndex  # noqa: E402
 WORKERS = 4
 CLUSTERS = 150
 VARIANTS = 6
+GROUPS = 2  # of variants per cluster whose sketches confirm each other (and not the others')
+SKETCH_NOISE = 6  # bits of a group's sketch each variant flips: within a group, <= 12 apart
 
 # Waits for the go file, then offers every variant in its own order; prints what it kept.
 _WORKER = """
@@ -34,20 +41,34 @@ random.Random(seed).shuffle(variants)
 index = RedisIndex(url, expected_size=10000, namespace="crowd")
 while not os.path.exists(go):
     time.sleep(0.01)
-kept = [key for fingerprint, key in variants if index.add_if_new(fingerprint, key) is None]
+kept = [key for fingerprint, key, sketch in variants
+        if index.add_if_new(fingerprint, key, sketch=bytes.fromhex(sketch)) is None]
 print(json.dumps(kept))
 """
 
 
-def near_duplicate_clusters(seed: int = 0) -> list[tuple[int, str]]:
-    """CLUSTERS random centres, VARIANTS each one bit off (pairwise distance <= 2)."""
+def near_duplicate_clusters(seed: int = 0) -> list[tuple[int, str, bytes]]:
+    """CLUSTERS random centres, VARIANTS each one bit off (pairwise distance <= 2), each
+    variant in one of GROUPS groups: a random sketch (~128 bits from the others) with
+    SKETCH_NOISE bits flipped. Keys are ``c<cluster>g<group>/v<variant>``."""
     rng = random.Random(seed)
     variants = []
     for cluster in range(CLUSTERS):
         centre = rng.getrandbits(64)
-        bits = rng.sample(range(64), VARIANTS)
-        variants += [(centre ^ (1 << bit), f"c{cluster}/v{i}") for i, bit in enumerate(bits)]
+        groups = [rng.getrandbits(256) for _ in range(GROUPS)]
+        for i, bit in enumerate(rng.sample(range(64), VARIANTS)):
+            group = i % GROUPS
+            sketch = groups[group] ^ sum(1 << b for b in rng.sample(range(256), SKETCH_NOISE))
+            variants.append((centre ^ (1 << bit), f"c{cluster}g{group}/v{i}", sketch.to_bytes(32, "little")))
     return variants
+
+
+def kept_groups(kept: list[str]) -> list[str]:
+    """The groups of the kept keys, sorted: each should be there once."""
+    return sorted(key.split("/")[0] for key in kept)
+
+
+ALL_GROUPS = sorted(f"c{cluster}g{group}" for cluster in range(CLUSTERS) for group in range(GROUPS))
 
 
 def test_workers_racing_on_the_same_clusters_keep_one_each(redis_url: str, tmp_path: Path) -> None:
@@ -61,14 +82,14 @@ def test_workers_racing_on_the_same_clusters_keep_one_each(redis_url: str, tmp_p
     ]
     for worker in workers:
         assert worker.stdin is not None
-        worker.stdin.write(json.dumps(variants))
+        worker.stdin.write(json.dumps([(fp, key, sketch.hex()) for fp, key, sketch in variants]))
         worker.stdin.close()
     go.touch()
     kept = [key for worker in workers for key in json.loads(_output_of(worker))]
-    clusters = [key.split("/")[0] for key in kept]
-    assert sorted(clusters) == sorted(f"c{cluster}" for cluster in range(CLUSTERS))
+    assert kept_groups(kept) == ALL_GROUPS
     with RedisIndex(redis_url, namespace="crowd") as index:
-        assert sorted(key for _, key in index.items()) == sorted(kept)
+        sketches = {key: sketch for _, key, sketch in variants}
+        assert sorted(index.entries()) == sorted((fp, key, sketches[key]) for fp, key, _ in variants if key in kept)
 
 
 def test_threads_sharing_one_index_object_keep_one_each(redis_url: str) -> None:
@@ -78,10 +99,11 @@ def test_threads_sharing_one_index_object_keep_one_each(redis_url: str) -> None:
     with RedisIndex(redis_url, expected_size=10000, namespace="threads") as index:
         with ThreadPoolExecutor(WORKERS) as pool:
             kept_lists = pool.map(
-                lambda order: [key for fp, key in order if index.add_if_new(fp, key) is None], orders
+                lambda order: [key for fp, key, sketch in order if index.add_if_new(fp, key, sketch=sketch) is None],
+                orders,
             )
             kept = [key for keys in kept_lists for key in keys]
-        assert sorted(key.split("/")[0] for key in kept) == sorted(f"c{c}" for c in range(CLUSTERS))
+        assert kept_groups(kept) == ALL_GROUPS
         assert sorted(key for _, key in index.items()) == sorted(kept)
 
 
@@ -108,8 +130,10 @@ def test_crawlers_sharing_redis_keep_each_page_once(redis_url: str, demo_url: st
     assert all("Dumping Scrapy stats" in log for log in logs)
     # a crawl that kept nothing (the others were always first) has no such stat
     kept_per_crawl = [int(found.group(1)) if (found := _KEPT_STAT.search(log)) else 0 for log in logs]
-    with RedisIndex(redis_url) as index:
-        stored = list(index.items())
-        # every stored page is its own only match: no near-duplicate cluster kept twice
-        assert all(index.query(fingerprint) == [Match(key, fingerprint, 0)] for fingerprint, key in stored)
+    with RedisIndex(redis_url, namespace="demo") as index:  # the namespace of BOT_NAME
+        stored = list(index.entries())
+        # every stored page is its own only confirmed match: no near-duplicate kept twice
+        for fingerprint, key, sketch in stored:
+            itself = Match(key, fingerprint, 0, None if sketch is None else 1.0)
+            assert index.query(fingerprint, sketch=sketch) == [itself]
     assert sum(kept_per_crawl) == len(stored) == alone

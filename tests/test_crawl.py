@@ -157,6 +157,22 @@ def test_a_shared_redis_index_finds_the_same_copies(demo_url: str, redis_url: st
     assert {frozenset({local_url(d.url), local_url(d.duplicate_of)}) for d in drops} == DEMO_NEAR_DUPLICATES
 
 
+def test_projects_sharing_a_redis_database_do_not_share_pages(demo_url: str, redis_url: str) -> None:
+    """The namespace is the project's own (BOT_NAME) unless SIMHASH_NAMESPACE names one."""
+    import redis
+
+    for bot in ("shop", "news"):
+        crawler = crawl(RecordingSpider, {"SIMHASH_INDEX": redis_url, "BOT_NAME": bot}, start_url=demo_url)
+        assert crawler.stats.get_value("simhash/dropped") == len(DEMO_NEAR_DUPLICATES)
+        assert crawler.stats.get_value("simhash/index_size/open") == 0  # not the other project's pages
+    crawler = crawl(RecordingSpider, {"SIMHASH_INDEX": redis_url, "BOT_NAME": "other",
+                                      "SIMHASH_NAMESPACE": "shop"}, start_url=demo_url)
+    assert crawler.stats.get_value("simhash/index_size/open") > 0  # the namespace named, shared on purpose
+    with redis.Redis.from_url(redis_url) as client:
+        prefixes = {key.split(b":")[1] for key in client.keys("simhash:*")}
+    assert prefixes == {b"shop", b"news"}
+
+
 def test_the_example_project_runs_in_one_command() -> None:
     """``python example_project/run_demo.py``: Scrapy's own command, with the asyncio reactor."""
     result = subprocess.run(

@@ -14,7 +14,8 @@ from redis_server import RedisServer, own_redis_server  # noqa: F401  (fixture)
 
 from scrapy_simhash.index import DiskIndex, IndexUnavailableError
 
-# Adds entries forever; prints a key only after add_if_new acknowledged it.
+# Adds entries forever, most with a sketch; prints a key and its sketch ("-": none)
+# only after add_if_new acknowledged it.
 _WRITER = """
 import random, sys
 from scrapy_simhash.index import DiskIndex
@@ -23,32 +24,33 @@ with DiskIndex(sys.argv[1]) as index:
     for i in range(10**9):
         key = "https://example.com/%s/%d" % (sys.argv[2], i)
         if i % 50 == 0:
-            index.add_many((rng.getrandbits(64), key + "/bulk/%d" % j) for j in range(20))
-        if index.add_if_new(rng.getrandbits(64), key) is None:
-            print(key, flush=True)
+            index.add_entries((rng.getrandbits(64), key + "/bulk/%d" % j, rng.randbytes(32)) for j in range(20))
+        sketch = rng.randbytes(32) if i % 3 else None
+        if index.add_if_new(rng.getrandbits(64), key, sketch=sketch) is None:
+            print(key, sketch.hex() if sketch else "-", flush=True)
 """
 
 
-def _kill_writer_after(path: Path, seed: int, acknowledged: int) -> set[str]:
-    """Start a writer, read *acknowledged* keys, SIGKILL it mid-write; return the keys."""
+def _kill_writer_after(path: Path, seed: int, acknowledged: int) -> dict[str, str]:
+    """Start a writer, read *acknowledged* entries, SIGKILL it mid-write; return them (key: sketch)."""
     writer = subprocess.Popen(
         [sys.executable, "-c", _WRITER, str(path), str(seed)], stdout=subprocess.PIPE, text=True
     )
     assert writer.stdout is not None
-    keys = {writer.stdout.readline().strip() for _ in range(acknowledged)}
+    entries = dict(writer.stdout.readline().split() for _ in range(acknowledged))
     os.kill(writer.pid, signal.SIGKILL)
     writer.wait()
     writer.stdout.close()
-    return keys
+    return entries
 
 
 def test_kill_9_loses_no_acknowledged_entry(tmp_path: Path) -> None:
-    acknowledged: set[str] = set()
+    acknowledged: dict[str, str] = {}
     for seed, count in enumerate([300, 1000, 2500]):
         acknowledged |= _kill_writer_after(tmp_path, seed, count)
         with DiskIndex(tmp_path) as index:  # opens: no half-written file is fatal
-            stored = {key for _, key in index.items()}
-        assert acknowledged <= stored
+            stored = {key: sketch.hex() if sketch else "-" for _, key, sketch in index.entries()}
+        assert acknowledged.items() <= stored.items()  # sketches included
 
 
 def test_redis_going_away_raises_then_recovers(own_redis_server: RedisServer) -> None:

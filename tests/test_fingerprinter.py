@@ -53,8 +53,8 @@ def test_from_text() -> None:
     assert result.fingerprint is not None and result.tokens > 100
 
 
-def test_template_blocks_are_learned_per_site() -> None:
-    fingerprinter = Fingerprinter()
+def test_template_blocks_are_learned_per_site_when_asked() -> None:
+    fingerprinter = Fingerprinter(FingerprintOptions(template_suppression=True))
     chrome = "<div class='box'><p>About us: a site about widgets and gadgets and everything else.</p></div>"
     results: list[FingerprintResult] = []
     for n in "abcdefgh":
@@ -62,6 +62,15 @@ def test_template_blocks_are_learned_per_site() -> None:
         html = f"<html><body><div><h1>Story {n}{n}</h1><p>{article}</p><p>{article}</p>{chrome}</div></body></html>"
         results.append(fingerprinter.from_html(html, url=f"https://site.example/story/{n}"))
     assert results[0].template_blocks == 0 and results[-1].template_blocks == 1
+
+
+def test_by_default_a_fingerprint_depends_on_the_page_alone() -> None:
+    """In any order, in a fresh fingerprinter or one that saw the whole site before."""
+    pages = [_page(f"Story {n}: " + " ".join(f"line {n} {m} words" for m in range(30))) for n in range(8)]
+    first = [Fingerprinter().from_html(page, url="https://site.example/") for page in pages]
+    shared = Fingerprinter()
+    backwards = [shared.from_html(page, url="https://site.example/") for page in reversed(pages)]
+    assert first == backwards[::-1] and len({result.fingerprint for result in first}) == len(pages)
 
 
 def test_a_custom_extractor_can_be_plugged() -> None:

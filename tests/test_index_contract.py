@@ -221,3 +221,28 @@ def test_wildcard_bits_may_differ_freely(index: SimhashIndex) -> None:
     assert index.add_if_new(query, "again", wildcard) == Match("stored", BASE, 6)
     assert index.query(query, wildcard=(1 << 10) | (1 << 20)) == []
     assert len(index) == 1
+
+
+def test_k_0_matches_exact_copies_only_whatever_the_wildcard(
+    index_factory: Callable[[int], SimhashIndex],
+) -> None:
+    index = index_factory(0)
+    index.add(BASE, "stored")
+    four_away = flip(BASE, 1, 2, 3, 4)
+    every_bit = 2**64 - 1
+    assert index.query(four_away, every_bit) == []
+    assert index.add_if_new(four_away, "other", every_bit) is None
+    assert index.add_if_new(BASE, "copy", every_bit) == Match("stored", BASE, 0)
+
+
+def test_a_sketch_confirms_a_match_within_k(index: SimhashIndex) -> None:
+    sketch = bytes(range(1, 33))
+    far = bytes(byte ^ 0xFF for byte in sketch)  # every bit differs: an estimated J of 0
+    close = bytes([sketch[0] ^ 0b111, *sketch[1:]])  # 3 of 256 bits differ
+    assert index.add_if_new(BASE, "stored", 0, sketch) is None
+    near = flip(BASE, 5)
+    assert index.query(near, 0, far) == []
+    assert index.add_if_new(near, "distinct", 0, far) is None  # kept: stored with its sketch
+    assert index.add_if_new(near, "copy", 0, close) == Match("stored", BASE, 1, 0.977)
+    assert index.query(near) == [Match("distinct", near, 0), Match("stored", BASE, 1)]  # no sketch: k alone
+    assert sorted(index.entries()) == sorted([(BASE, "stored", sketch), (near, "distinct", far)])

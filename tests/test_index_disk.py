@@ -88,7 +88,7 @@ def test_reset_empties_only_its_namespace(tmp_path: Path) -> None:
 
 def test_signature_mismatch_is_an_error(tmp_path: Path) -> None:
     filled(tmp_path, 5, signature="simhash-v1;shingle_size=3")
-    with pytest.raises(IndexFormatError, match="other options.*SIMHASH_INDEX_RESET"):
+    with pytest.raises(IndexFormatError, match="made otherwise.*shingle_size 3.*SIMHASH_INDEX_RESET"):
         DiskIndex(tmp_path, signature="simhash-v1;shingle_size=4")
     with DiskIndex(tmp_path, signature="simhash-v1;shingle_size=4", reset=True) as index:
         assert len(index) == 0
@@ -108,6 +108,11 @@ def _other_version(path: Path) -> None:
     _overwrite(path / LOG, len(lf.MAGIC), struct.pack("<I", lf.FORMAT_VERSION + 1))
 
 
+def _corrupt_sketch(path: Path) -> None:
+    # the check value covers the sketch words too
+    _overwrite(path / LOG, lf.HEADER_SIZE + 3 * lf.RECORD.itemsize + lf.RECORD.fields["sketch"][1] + 5, b"\x80")
+
+
 def _truncated_header(path: Path) -> None:
     os.truncate(path / LOG, 100)
 
@@ -125,9 +130,10 @@ def _cut_keys(path: Path) -> None:
     ("damage", "message"),
     [
         (_foreign, "not a scrapy-simhash index"),
-        (_other_version, "format version 2"),
+        (_other_version, f"format version {lf.FORMAT_VERSION + 1}"),
         (_truncated_header, "truncated or corrupt header"),
         (_corrupt_record, "corrupt record #3"),
+        (_corrupt_sketch, "corrupt record #3"),
         (_cut_keys, r"keys.log is damaged: \d+ records"),
     ],
 )
@@ -159,7 +165,9 @@ def test_a_damaged_key_byte_reads_as_a_replacement_character(tmp_path: Path) -> 
         assert index.query(7)[0].key.startswith("https://a.example/\ufffd")
 
 
-@pytest.mark.parametrize("tail", [b"\x01" * 13, b"\0" * 64, b"\xff" * 40])
+@pytest.mark.parametrize(
+    "tail", [b"\x01" * 13, b"\0" * lf.RECORD.itemsize, b"\0" * (2 * lf.RECORD.itemsize + 7), b"\xff" * 40]
+)
 def test_truncated_or_zeroed_tail_is_dropped_and_reported(tmp_path: Path, tail: bytes) -> None:
     entries = filled(tmp_path, 10)
     with open(tmp_path / LOG, "ab") as file:
@@ -181,31 +189,61 @@ def test_durable_mode_writes_through(tmp_path: Path) -> None:
         assert list(index.items()) == [(3, "x")]
 
 
-@settings(max_examples=25, deadline=None)
+# Sketches near one of two random bases: a few flipped bits keep two of them within
+# max_sketch_distance of each other, many put them beyond it.
+SKETCH_BASES = [random.Random(seed).randbytes(32) for seed in range(2)]
+
+
+def varied_sketch(base: int, flips: list[int]) -> bytes:
+    value = int.from_bytes(SKETCH_BASES[base], "little")
+    for bit in flips:
+        value ^= 1 << bit
+    return value.to_bytes(32, "little")
+
+
+close_flips = st.lists(st.integers(0, 255), max_size=12)
+far_flips = st.lists(st.integers(0, 255), min_size=40, max_size=120)
+sketches = st.none() | st.builds(varied_sketch, st.integers(0, 1), close_flips | far_flips)
+
+
+@settings(max_examples=100, deadline=None)
 @given(
     ops=st.lists(
-        st.tuples(st.sampled_from(["add_if_new", "add", "remove", "reopen"]), st.integers(0, 15), st.integers(0, 3)),
+        st.tuples(
+            st.sampled_from(["add_if_new", "add", "add_entries", "query", "remove", "reopen"]),
+            st.integers(0, 7),  # few bits and bases: many fingerprints within k of others
+            st.integers(0, 3),
+            sketches,
+        ),
         max_size=60,
     )
 )
 def test_matches_brute_force_across_reopens(tmp_path_factory: pytest.TempPathFactory, ops) -> None:
     path = tmp_path_factory.mktemp("store")
     bases = [0, 0xFFFF_0000_FFFF_0000, 0x0123_4567_89AB_CDEF, 0xF0F0_F0F0_F0F0_F0F0]
-    reference, index = BruteForceIndex(3), DiskIndex(path)
-    for step, (op, bit, base) in enumerate(ops):
+    similarity = 0.8  # not the default: reopening must pass it on too
+    reference, index = BruteForceIndex(3, min_similarity=similarity), DiskIndex(path, min_similarity=similarity)
+    for step, (op, bit, base, sketch) in enumerate(ops):
         fingerprint = bases[base] ^ (1 << bit) ^ (1 << (bit * 3 % 64))
         key = f"k{step}"
         if op == "reopen":
             index.close()
-            index = DiskIndex(path)
+            index = DiskIndex(path, min_similarity=similarity)
         elif op == "remove":
             assert index.remove(fingerprint) == reference.remove(fingerprint)
-        else:
-            assert getattr(index, op)(fingerprint, key) == getattr(reference, op)(fingerprint, key)
+        elif op == "add_entries":
+            batch = [(fingerprint, key, sketch), (fingerprint ^ 1 << 63, key + "b", None)]
+            index.add_entries(batch)
+            reference.add_entries(batch)
+        elif op != "query":
+            assert getattr(index, op)(fingerprint, key, sketch=sketch) == getattr(reference, op)(
+                fingerprint, key, sketch=sketch
+            )
+        assert index.query(fingerprint, sketch=sketch) == reference.query(fingerprint, sketch=sketch)
         assert index.query(fingerprint) == reference.query(fingerprint)
     index.close()
     with DiskIndex(path) as reopened:
-        assert sorted(reopened.items()) == sorted(reference.items())
+        assert sorted(reopened.entries()) == sorted(reference.entries())
 
 
 def test_one_process_at_a_time(tmp_path: Path) -> None:

@@ -29,14 +29,18 @@ CONFIGS: list[tuple[int, TableDesign | None]] = [
 ]
 CONFIG_IDS = [f"k{k}-{'auto' if d is None else len(d.blocks)}" for k, d in CONFIGS]
 
-# An operation: (kind, cluster, flipped bit positions, key number, wildcard bit positions)
+# An operation: (kind, cluster, flipped bit positions, key number, wildcard bit positions,
+# sketch: None, or the cluster's base sketch with these bits flipped: few confirm, many do not)
 operations = st.tuples(
     st.sampled_from(["add_if_new", "add_if_new", "add", "remove", "remove_key", "query"]),
     st.integers(0, 3),
     st.lists(st.integers(0, 63), max_size=10),
     st.integers(0, 5),
     st.lists(st.integers(0, 63), max_size=12),
+    st.one_of(st.none(), st.lists(st.integers(0, 255), max_size=80)),
 )
+# The base sketch of each cluster, as 256-bit ints.
+base_sketches = st.lists(st.integers(0, 2**256 - 1), min_size=4, max_size=4)
 
 
 def near(base: int, positions: list[int]) -> int:
@@ -54,23 +58,30 @@ def fresh_pair(
     return index, BruteForceIndex(k)
 
 
+def sketch_near(base: int, positions: list[int] | None) -> bytes | None:
+    """*base* with the bits at *positions* flipped, as a sketch (``None`` for none)."""
+    return None if positions is None else near(base, positions).to_bytes(32, "little")
+
+
 def apply(
     index: MemoryIndex | BruteForceIndex,
-    op: tuple[str, int, list[int], int, list[int]],
+    op: tuple[str, int, list[int], int, list[int], list[int] | None],
     bases: list[int],
+    sketches: list[int],
 ) -> object:
-    kind, cluster, positions, key_number, wildcard_positions = op
+    kind, cluster, positions, key_number, wildcard_positions, sketch_positions = op
     fingerprint, key = near(bases[cluster], positions), f"https://example.com/{key_number}"
     wildcard = near(0, sorted(set(wildcard_positions)))
+    sketch = sketch_near(sketches[cluster], sketch_positions)
     if kind == "add_if_new":
-        return index.add_if_new(fingerprint, key, wildcard)
+        return index.add_if_new(fingerprint, key, wildcard, sketch)
     if kind == "add":
-        return index.add(fingerprint, key)
+        return index.add(fingerprint, key, sketch)
     if kind == "remove":
         return index.remove(fingerprint)
     if kind == "remove_key":
         return index.remove(fingerprint, key)
-    return index.query(fingerprint, wildcard)
+    return index.query(fingerprint, wildcard, sketch)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -78,6 +89,7 @@ def apply(
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     bases=st.lists(st.integers(0, 2**64 - 1), min_size=4, max_size=4),
+    sketches=base_sketches,
     ops=st.lists(operations, max_size=80),
     buffer_limit=st.integers(1, 9),
     probes=st.lists(
@@ -89,20 +101,22 @@ def test_same_answers_as_brute_force(
     k: int,
     design: TableDesign | None,
     bases: list[int],
-    ops: list[tuple[str, int, list[int], int, list[int]]],
+    sketches: list[int],
+    ops: list[tuple[str, int, list[int], int, list[int], list[int] | None]],
     buffer_limit: int,
     probes: list[tuple[int, list[int]]],
 ) -> None:
     with using_kernel(kernel):
         index, reference = fresh_pair(k, design, buffer_limit)
         for op in ops:
-            assert apply(index, op, bases) == apply(reference, op, bases)
+            assert apply(index, op, bases, sketches) == apply(reference, op, bases, sketches)
         queries = [near(bases[c], positions) for c, positions in probes]
         expected = [reference.query(q) for q in queries]
         assert [index.query(q) for q in queries] == expected
         assert index.query_many(queries) == expected
         assert len(index) == len(reference)
         assert sorted(index.items()) == sorted(reference.items())
+        assert sorted(index.entries(), key=repr) == sorted(reference.entries(), key=repr)
 
 
 def clustered(count: int, k: int, seed: int) -> list[tuple[int, str]]:

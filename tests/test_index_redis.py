@@ -19,6 +19,25 @@ from scrapy_simhash.index._redis_layout import CHUNK_RECORDS  # noqa: E402
 from scrapy_simhash.index.redis import RedisIndex  # noqa: E402
 
 EDGE_FINGERPRINTS = [0, 1, 2**63, 2**64 - 1, 2**63 + 1, 0x8000_0001_8000_0001, 2**53 + 1]
+BASE_SKETCH = random.Random("sketch").randbytes(32)
+# Bits flipped in the base sketch: close (within 38 bits, max_sketch_distance(0.7), of
+# the base and of each other), around that bound, and far.
+SKETCH_FLIPS = [0, 3, 12, 19, 38, 39, 80, 128]
+#: None (no sketch), or (bits flipped in BASE_SKETCH, the seed choosing them).
+sketch_specs = st.one_of(st.none(), st.tuples(st.sampled_from(SKETCH_FLIPS), st.integers(0, 2**16)))
+
+
+def make_sketch(spec: tuple[int, int] | None) -> bytes | None:
+    """The sketch a spec of :data:`sketch_specs` stands for."""
+    if spec is None:
+        return None
+    flips, seed = spec
+    bits = sum(1 << bit for bit in random.Random(seed).sample(range(256), flips))
+    return (int.from_bytes(BASE_SKETCH, "little") ^ bits).to_bytes(32, "little")
+
+
+def sorted_entries(entries) -> list[tuple[int, str, bytes | None]]:
+    return sorted(entries, key=lambda entry: (entry[0], entry[1], entry[2] or b""))
 
 
 def test_open_index_routes_redis_urls(redis_url: str) -> None:
@@ -35,37 +54,41 @@ def test_fingerprints_are_stored_exactly(redis_url: str) -> None:
             assert index.query(fingerprint)[0].fingerprint == fingerprint
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     ops=st.lists(
         st.tuples(st.sampled_from(["add_if_new", "add", "remove", "remove_key", "query"]),
-                  st.integers(0, 63), st.integers(0, 3)),
+                  st.integers(0, 63), st.integers(0, 3), sketch_specs),
         max_size=40,
     ),
     max_distance=st.integers(0, 4),
+    min_similarity=st.sampled_from([0.0, 0.7, 0.9, 1.0]),
     wildcard_bits=st.lists(st.integers(0, 63), max_size=5),
 )
-def test_matches_brute_force(redis_url: str, ops, max_distance: int, wildcard_bits: list[int]) -> None:
+def test_matches_brute_force(redis_url: str, ops, max_distance: int, min_similarity: float,
+                             wildcard_bits: list[int]) -> None:
     wildcard = sum({1 << bit for bit in wildcard_bits})
     bases = [0, 2**64 - 1, 0x0123_4567_89AB_CDEF, 0xF0F0_F0F0_0F0F_0F0F]
-    reference = BruteForceIndex(max_distance)
-    with RedisIndex(redis_url, max_distance, expected_size=1000, namespace=uuid.uuid4().hex) as index:
-        for step, (op, bit, base) in enumerate(ops):
-            fingerprint = bases[base] ^ (1 << bit) ^ (1 << (bit * 7 % 64))
+    reference = BruteForceIndex(max_distance, min_similarity=min_similarity)
+    with RedisIndex(redis_url, max_distance, expected_size=1000, namespace=uuid.uuid4().hex,
+                    min_similarity=min_similarity) as index:
+        for step, (op, bit, base, spec) in enumerate(ops):
+            fingerprint, sketch = bases[base] ^ (1 << bit) ^ (1 << (bit * 7 % 64)), make_sketch(spec)
             if op == "remove":
                 assert index.remove(fingerprint) == reference.remove(fingerprint)
             elif op == "remove_key":
                 assert index.remove(fingerprint, f"a{base}") == reference.remove(fingerprint, f"a{base}")
             elif op == "query":
                 assert index.query(fingerprint) == reference.query(fingerprint)
-                assert index.query(fingerprint, wildcard) == reference.query(fingerprint, wildcard)
+                assert index.query(fingerprint, wildcard, sketch) == reference.query(fingerprint, wildcard, sketch)
             elif op == "add_if_new":
                 key = f"k{step}"
-                assert index.add_if_new(fingerprint, key, wildcard) == reference.add_if_new(fingerprint, key, wildcard)
+                assert (index.add_if_new(fingerprint, key, wildcard, sketch)
+                        == reference.add_if_new(fingerprint, key, wildcard, sketch))
             else:
                 # few keys, so the same (fingerprint, key) is stored more than once
-                assert index.add(fingerprint, f"a{base}") == reference.add(fingerprint, f"a{base}")
-        assert sorted(index.items()) == sorted(reference.items())
+                assert index.add(fingerprint, f"a{base}", sketch) == reference.add(fingerprint, f"a{base}", sketch)
+        assert sorted_entries(index.entries()) == sorted_entries(reference.entries())
         assert len(index) == len(reference)
         queries = [bases[b] ^ (1 << b) for b in range(4)]
         assert index.query_many(queries) == reference.query_many(queries)
@@ -108,10 +131,11 @@ def test_workers_share_the_log_whatever_their_expected_size_or_distance(redis_ur
 
 
 def test_signature_and_format_are_checked(redis_url: str) -> None:
-    with RedisIndex(redis_url, signature="simhash-v1;a") as first, RedisIndex(redis_url) as second:
-        assert first.describe()["signature"] == second.describe()["signature"] == "simhash-v1;a"
-    with pytest.raises(IndexFormatError, match="other options"):
-        RedisIndex(redis_url, signature="simhash-v1;b")
+    signature = "simhash-v4;shingle_size=2"
+    with RedisIndex(redis_url, signature=signature) as first, RedisIndex(redis_url) as second:
+        assert first.describe()["signature"] == second.describe()["signature"] == signature
+    with pytest.raises(IndexFormatError, match=r"made otherwise \(shingle_size 2 \(stored\) != 3 \(now\)\)"):
+        RedisIndex(redis_url, signature="simhash-v4;shingle_size=3")
     with redis.Redis.from_url(redis_url) as client:
         client.hset("simhash::meta", "format", "99")
     with pytest.raises(IndexFormatError, match="format '99'.*SIMHASH_INDEX_RESET"):
@@ -244,9 +268,14 @@ def _random_bits(rng: random.Random, count: int) -> int:
     return sum(1 << bit for bit in rng.sample(range(64), count))
 
 
-def _clustered_entries(rng: random.Random, count: int) -> tuple[list[int], list[tuple[int, str]]]:
+def _random_sketch(rng: random.Random) -> bytes | None:
+    return rng.choice([None, make_sketch((rng.choice(SKETCH_FLIPS), rng.randrange(2**16)))])
+
+
+def _clustered_entries(rng: random.Random, count: int) -> tuple[list[int], list[tuple[int, str, bytes | None]]]:
     bases = [rng.getrandbits(64) for _ in range(8)]
-    return bases, [(rng.choice(bases) ^ _random_bits(rng, rng.randint(0, 6)), f"u{i}") for i in range(count)]
+    return bases, [(rng.choice(bases) ^ _random_bits(rng, rng.randint(0, 6)), f"u{i}", _random_sketch(rng))
+                   for i in range(count)]
 
 
 @pytest.mark.parametrize("ttl", [None, 3600])
@@ -260,38 +289,43 @@ def test_records_of_other_workers_match_brute_force(redis_url: str, ttl: int | N
     with RedisIndex(redis_url, namespace=namespace, ttl=ttl) as reader, \
             RedisIndex(redis_url, namespace=namespace, ttl=ttl) as writer:
         for index in (writer, reference):
-            index.add_many(entries[:4000])
+            index.add_entries(entries[:4000])
         assert reader.query(entries[0][0]) == reference.query(entries[0][0])  # catches up
         for index in (writer, reference):
-            index.add_many(entries[4000:])  # 4000-6000: across chunks 0 and 1, scanned in Lua
-        removed = entries[4500]
+            index.add_entries(entries[4000:])  # 4000-6000: across chunks 0 and 1, scanned in Lua
+        removed = entries[4500][:2]
         assert writer.remove(*removed) == reference.remove(*removed) == 1
         for _ in range(100):
-            query = rng.choice(bases) ^ _random_bits(rng, rng.randint(0, 8))
+            query, sketch = rng.choice(bases) ^ _random_bits(rng, rng.randint(0, 8)), _random_sketch(rng)
             wildcard = _random_bits(rng, rng.choice([0, 4, 12]))
-            assert reader.query(query, wildcard) == reference.query(query, wildcard)
-        new = rng.choice(bases) ^ _random_bits(rng, 5)
-        assert reader.add_if_new(new, "new", 0xFFF) == reference.add_if_new(new, "new", 0xFFF)
-        assert sorted(writer.items()) == sorted(reference.items())
+            assert reader.query(query, wildcard, sketch) == reference.query(query, wildcard, sketch)
+        new, sketch = rng.choice(bases) ^ _random_bits(rng, 5), make_sketch((80, 1))
+        assert reader.add_if_new(new, "new", 0xFFF, sketch) == reference.add_if_new(new, "new", 0xFFF, sketch)
+        assert sorted_entries(writer.entries()) == sorted_entries(reference.entries())
         assert len(reader) == len(reference)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(st.tuples(st.booleans(), st.sampled_from(["add_if_new", "add", "remove", "query"]),
-                              st.integers(0, 63)), max_size=30))
+                              st.integers(0, 63), sketch_specs), max_size=30))
 def test_two_workers_match_one_brute_force_index(redis_url: str, ops) -> None:
+    # What one worker stores reaches the other through the check script's tail scan,
+    # which confirms with the sketches as the candidates' check does.
     reference = BruteForceIndex(3)
     namespace = uuid.uuid4().hex
     with RedisIndex(redis_url, namespace=namespace) as a, RedisIndex(redis_url, namespace=namespace) as b:
-        for step, (first, op, bit) in enumerate(ops):
+        for step, (first, op, bit, spec) in enumerate(ops):
             index, fingerprint = (a if first else b), 0xF0F0_0F0F_F0F0_0F0F ^ (1 << bit) ^ (1 << (bit * 5 % 64))
+            sketch = make_sketch(spec)
             if op == "remove":
                 assert index.remove(fingerprint) == reference.remove(fingerprint)
             elif op == "query":
-                assert index.query(fingerprint, 0xF) == reference.query(fingerprint, 0xF)
+                assert index.query(fingerprint, 0xF, sketch) == reference.query(fingerprint, 0xF, sketch)
             else:
-                assert getattr(index, op)(fingerprint, f"k{step}") == getattr(reference, op)(fingerprint, f"k{step}")
-        assert sorted(b.items()) == sorted(reference.items())
+                key = f"k{step}"
+                assert getattr(index, op)(fingerprint, key, sketch=sketch) == getattr(reference, op)(
+                    fingerprint, key, sketch=sketch)
+        assert sorted_entries(b.entries()) == sorted_entries(reference.entries())
 
 
 def test_a_running_worker_forgets_expired_records(redis_url: str) -> None:

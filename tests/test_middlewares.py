@@ -148,7 +148,7 @@ def test_only_the_first_drop_is_logged_without_debug(caplog: pytest.LogCaptureFi
                 process(mw, html_response(copy))
     messages = [r.getMessage() for r in caplog.records if r.name.startswith("scrapy_simhash")]
     assert len(messages) == 1
-    assert "http://a.example/1 of http://a.example/coffee (distance 0)" in messages[0]
+    assert "http://a.example/1 of http://a.example/coffee (distance 0, similarity 1.00)" in messages[0]
     assert "SIMHASH_DEBUG" in messages[0]
     assert caplog.records[0].levelno == logging.DEBUG
 

@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from ..core.fingerprinter import Fingerprinter, FingerprintOptions
-from ..index.base import DEFAULT_MAX_DISTANCE
+from ..index.base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY
 from ._io import warn
 
 
@@ -51,6 +51,17 @@ def add_distance_argument(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=DEFAULT_MAX_DISTANCE,
         help="largest Hamming distance that counts as a near-duplicate (default: %(default)s)",
+    )
+
+
+def add_similarity_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--min-similarity",
+        type=float,
+        default=DEFAULT_MIN_SIMILARITY,
+        metavar="J",
+        help="a match within k is a near-duplicate only when the pages' sketches estimate at least "
+        "this Jaccard similarity (default: %(default)s; 0: no confirmation), as SIMHASH_MIN_SIMILARITY",
     )
 
 

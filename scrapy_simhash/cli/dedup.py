@@ -13,6 +13,7 @@ from ._common import (
     add_distance_argument,
     add_fingerprint_arguments,
     add_record_arguments,
+    add_similarity_argument,
     fingerprinter_from_args,
     record_id,
 )
@@ -41,6 +42,7 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     add_distance_argument(parser)
+    add_similarity_argument(parser)
     add_fingerprint_arguments(parser)
     parser.set_defaults(func=run)
 
@@ -49,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     fingerprinter = fingerprinter_from_args(args)
     progress = _Progress(enabled=not args.quiet)
     with (
-        open_index(args.index, max_distance=args.max_distance,
+        open_index(args.index, max_distance=args.max_distance, min_similarity=args.min_similarity,
                    signature=fingerprinter.options.signature()) as index,
         open_output(args.output) as output,
     ):
@@ -57,14 +59,14 @@ def run(args: argparse.Namespace) -> int:
             page_id = record_id(record, args, args.pages, line_number)
             result = fingerprint_record(fingerprinter, record, args)
             out: dict[str, Any] = {"id": page_id, "fingerprint": None,
-                                   "duplicate_of": None, "distance": None}
+                                   "duplicate_of": None, "distance": None, "similarity": None}
             if result.fingerprint is None:
                 out["skip_reason"] = result.skip_reason
             else:
                 out["fingerprint"] = to_hex(result.fingerprint)
-                match = index.add_if_new(result.fingerprint, page_id, result.wildcard)
+                match = index.add_if_new(result.fingerprint, page_id, result.wildcard, result.sketch)
                 if match is not None:
-                    out["duplicate_of"], out["distance"] = match.key, match.distance
+                    out.update(duplicate_of=match.key, distance=match.distance, similarity=match.similarity)
             write_jsonl(output, out)
             progress.update(duplicate=out["duplicate_of"] is not None)
     progress.finish()

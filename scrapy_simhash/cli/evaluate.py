@@ -13,7 +13,7 @@ from ..core.features import WEIGHTINGS
 from ..core.fingerprinter import Fingerprinter, FingerprintOptions
 from ..core.segment import SEGMENTERS
 from ..index.base import MAX_DISTANCE_LIMIT
-from ._common import add_fingerprint_arguments, options_from_args
+from ._common import add_fingerprint_arguments, add_similarity_argument, options_from_args
 from ._io import read_jsonl, warn
 
 #: Distances 0..N-1 get a row each in the printed histogram, the farther ones one row.
@@ -39,6 +39,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("-k", "--k", "--max-distance", dest="max_distance", default=_DEFAULT_KS,
                         metavar="K[,K...]",
                         help=f"distances to score, 0..{MAX_DISTANCE_LIMIT} (default: %(default)s)")
+    add_similarity_argument(parser)
     add_fingerprint_arguments(parser)
     _add_feature_arguments(parser)
     parser.add_argument("--plot", metavar="FILE.png",
@@ -80,15 +81,15 @@ def run(args: argparse.Namespace) -> int:
     ks = _parse_ks(args.max_distance)
     if args.plot and importlib.util.find_spec("matplotlib") is None:  # before the long run
         raise ValueError("--plot needs matplotlib: pip install 'scrapy-simhash[plot]'")
-    fingerprints, wildcards, languages, order = _fingerprint_pages(args.pages, _fingerprinter(args))
+    fingerprints, wildcards, sketches, languages, order = _fingerprint_pages(args.pages, _fingerprinter(args))
     labels = _read_labels(args.pairs, languages)
-    close = evaluation.close_pairs(fingerprints, languages, max(ks), wildcards)
+    close = evaluation.close_pairs(fingerprints, languages, max(ks), wildcards, sketches, args.min_similarity)
     print(f"{len(languages)} pages, {len(fingerprints)} fingerprinted, "
           f"{len(labels.pairs)} labelled pairs")
     for k in ks:
         pairwise = evaluation.score_pairs(close, labels, languages, k)
         _print_report(f"pairwise, k={k}", pairwise, by_kind=True)
-        matched = evaluation.crawl_matches(fingerprints, order, k, wildcards)
+        matched = evaluation.crawl_matches(fingerprints, order, k, wildcards, sketches, args.min_similarity)
         _print_report(f"crawl order, k={k}", evaluation.score_crawl(order, matched, labels, languages))
     histogram = evaluation.distance_histogram(close, labels, fingerprints, wildcards)
     _print_histogram(histogram)
@@ -125,9 +126,10 @@ def _parse_ks(text: str) -> list[int]:
 
 def _fingerprint_pages(
     path: str, fingerprinter: Fingerprinter
-) -> tuple[dict[str, int], dict[str, int], dict[str, str], list[str]]:
+) -> tuple[dict[str, int], dict[str, int], dict[str, bytes], dict[str, str], list[str]]:
     fingerprints: dict[str, int] = {}
     wildcards: dict[str, int] = {}
+    sketches: dict[str, bytes] = {}
     languages: dict[str, str] = {}
     order: list[str] = []
     skipped: Counter[str] = Counter()
@@ -141,9 +143,11 @@ def _fingerprint_pages(
         else:
             fingerprints[page] = result.fingerprint
             wildcards[page] = result.wildcard
+            if result.sketch is not None:
+                sketches[page] = result.sketch
     if skipped:
         warn("not fingerprinted: " + ", ".join(f"{n} {reason}" for reason, n in skipped.most_common()))
-    return fingerprints, wildcards, languages, order
+    return fingerprints, wildcards, sketches, languages, order
 
 
 def _line(name: str, score: evaluation.Score) -> str:

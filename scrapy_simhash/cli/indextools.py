@@ -1,8 +1,9 @@
 """``inspect``, ``export`` and ``import``: look into a stored index, move it elsewhere.
 
-``export`` and ``import`` speak JSON lines ``{"fingerprint": "<16 hex>", "key": "..."}``
-(after a first ``{"signature": "..."}`` line when the index records its fingerprint options),
-so a JOBDIR store can move into Redis (``export`` then ``import``) and back.
+``export`` and ``import`` speak JSON lines ``{"fingerprint": "<16 hex>", "key": "...",
+"sketch": "<64 hex>"}`` (``sketch``, the entry's minwise sketch, only when it has one;
+after a first ``{"signature": "..."}`` line when the index records its fingerprint
+options), so a JOBDIR store can move into Redis (``export`` then ``import``) and back.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from itertools import chain, islice
 from typing import Any
 
 from ..core.fingerprint import from_hex, to_hex
+from ..core.sketch import check_sketch
 from ..index import DiskIndex, SimhashIndex, is_shared_spec, open_index
-from ._common import add_distance_argument
+from ._common import add_distance_argument, add_similarity_argument
 from ._io import open_output, read_jsonl, warn, write_jsonl
 
 _IMPORT_BATCH = 10_000
 Record = tuple[int, dict[str, Any]]  # (line number, JSON object)
+Entry = tuple[int, str, bytes | None]  # (fingerprint, key, sketch)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -44,7 +47,8 @@ def add_parser(subparsers: Any) -> None:
     _index_arguments(load, "index")
     load.add_argument("--reset", action="store_true", help="empty the index (namespace) first")
     load.add_argument("--skip-near-duplicates", action="store_true",
-                      help="add only entries with no near-duplicate already stored (add_if_new)")
+                      help="add only entries with no near-duplicate already stored (add_if_new, "
+                      "confirmed by the sketches as --min-similarity says)")
     load.set_defaults(func=run_import)
 
 
@@ -54,11 +58,12 @@ def _index_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--ttl", type=float, metavar="SECONDS",
                         help="the SIMHASH_TTL a Redis namespace was created with (default: none)")
     add_distance_argument(parser)
+    add_similarity_argument(parser)
 
 
 def _open(args: argparse.Namespace, **kwargs: Any) -> SimhashIndex:
-    return open_index(args.index, max_distance=args.max_distance, namespace=args.namespace,
-                      ttl=args.ttl, **kwargs)
+    return open_index(args.index, max_distance=args.max_distance, min_similarity=args.min_similarity,
+                      namespace=args.namespace, ttl=args.ttl, **kwargs)
 
 
 def _open_existing(args: argparse.Namespace) -> SimhashIndex:
@@ -69,7 +74,8 @@ def _open_existing(args: argparse.Namespace) -> SimhashIndex:
     if not os.path.exists(args.index):
         raise FileNotFoundError(errno.ENOENT, "no index there (give an index directory or a redis:// URL)",
                                 args.index)
-    return DiskIndex(args.index, args.max_distance, namespace=args.namespace, read_only=True)
+    return DiskIndex(args.index, args.max_distance, namespace=args.namespace, read_only=True,
+                     min_similarity=args.min_similarity)
 
 
 def run_inspect(args: argparse.Namespace) -> int:
@@ -113,8 +119,8 @@ def run_export(args: argparse.Namespace) -> int:
         signature = index.describe().get("signature")
         if signature:  # so that import can refuse to mix it with other fingerprints
             write_jsonl(output, {"signature": signature})
-        for fingerprint, key in index.items():
-            write_jsonl(output, {"fingerprint": to_hex(fingerprint), "key": key})
+        for entry in index.entries():
+            write_jsonl(output, export_line(*entry))
             count += 1
     warn(f"exported {count} entries")
     return 0
@@ -129,10 +135,10 @@ def run_import(args: argparse.Namespace) -> int:
     with _open(args, reset=args.reset, signature=signature) as index:
         for batch in _batches(_entries(args.input, records), _IMPORT_BATCH):
             if args.skip_near_duplicates:
-                kept = sum(index.add_if_new(fp, key) is None for fp, key in batch)
+                kept = sum(index.add_if_new(fp, key, sketch=sketch) is None for fp, key, sketch in batch)
                 added, skipped = added + kept, skipped + len(batch) - kept
             else:
-                index.add_many(batch)
+                index.add_entries(batch)
                 added += len(batch)
         index.flush()
     warn(f"imported {added} entries" + (f", skipped {skipped} near-duplicates" if skipped else ""))
@@ -149,17 +155,36 @@ def _signature_line(records: Iterator[Record]) -> tuple[str, Iterator[Record]]:
     return "", chain([first], records)
 
 
-def _entries(path: str, records: Iterator[Record]) -> Iterator[tuple[int, str]]:
+def export_line(fingerprint: int, key: str, sketch: bytes | None) -> dict[str, str]:
+    """The JSON object of one entry; no ``sketch`` field when it has none."""
+    line = {"fingerprint": to_hex(fingerprint), "key": key}
+    if sketch is not None:
+        line["sketch"] = sketch.hex()
+    return line
+
+
+def _entries(path: str, records: Iterator[Record]) -> Iterator[Entry]:
     for number, record in records:
         try:
             fingerprint = from_hex(str(record["fingerprint"]))
             key = record["key"]
-        except (KeyError, ValueError) as exc:
-            warn(f"{path}:{number}: skipped, needs a hex 'fingerprint' and a 'key' ({exc})")
+            sketch = _sketch_field(record.get("sketch"))
+        except (KeyError, ValueError, TypeError) as exc:
+            warn(f"{path}:{number}: skipped, needs a hex 'fingerprint', a 'key' and, if any, "
+                 f"a 64-hex-digit 'sketch' ({exc})")
             continue
-        yield fingerprint, str(key)
+        yield fingerprint, str(key), sketch
 
 
-def _batches(entries: Iterator[tuple[int, str]], size: int) -> Iterator[list[tuple[int, str]]]:
+def _sketch_field(value: object) -> bytes | None:
+    """The sketch of an export line's ``sketch`` field (missing or null: none)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"a sketch is a hex string, not {type(value).__name__}")
+    return check_sketch(bytes.fromhex(value))
+
+
+def _batches(entries: Iterator[Entry], size: int) -> Iterator[list[Entry]]:
     while batch := list(islice(entries, size)):
         yield batch

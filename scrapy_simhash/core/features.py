@@ -122,6 +122,19 @@ class Featurizer:
             hashes, weights = self._weigh_blocks(shingles, lengths, block_weights)
         return Features(hashes, weights, n_tokens)
 
+    def shingle_set(self, blocks: Sequence[str], size: int) -> npt.NDArray[np.uint64]:
+        """The distinct hashes of the *size*-token shingles of *blocks*, unweighted: the set
+        whose Jaccard similarity a page's sketch estimates (:mod:`.sketch`).
+
+        >>> len(Featurizer(segmenter="char").shingle_set(["one two three four five six"], 5))
+        2
+        """
+        blocks = list(blocks)
+        if self._table is not None and size > 1:
+            return np.frombuffer(self._table.shingle_counts(blocks, size)[0], dtype=np.uint64)
+        token_hashes, is_separator = self._hash_blocks(blocks)
+        return np.unique(hashing.separated_shingle_hashes(token_hashes, is_separator, size))
+
     def _native_features(self, table: _features.TokenTable, blocks: list[str]) -> Features:
         """:meth:`features` of blocks without block weights, in C (see :func:`kernel`)."""
         hashes, counts, n_tokens = table.shingle_counts(blocks, self.shingle_size)

@@ -9,6 +9,7 @@ import re
 
 from .base import (
     DEFAULT_MAX_DISTANCE,
+    DEFAULT_MIN_SIMILARITY,
     IndexFormatError,
     IndexUnavailableError,
     Match,
@@ -41,6 +42,7 @@ def open_index(
     spec: str | os.PathLike[str] | None = None,
     *,
     max_distance: int = DEFAULT_MAX_DISTANCE,
+    min_similarity: float = DEFAULT_MIN_SIMILARITY,
     expected_size: int = 1_000_000,
     namespace: str = "",
     signature: str = "",
@@ -55,8 +57,10 @@ def open_index(
     * anything else: a path to the on-disk store, a directory (created if missing).
 
     *namespace* keeps indexes of several scopes (spiders, domains) apart in one
-    store; *signature* (:meth:`FingerprintOptions.signature`) lets a stored index
-    refuse fingerprints made with other options; *reset* starts it empty; *ttl*
+    store; *min_similarity* is the Jaccard similarity two sketches must estimate to
+    confirm a match (:class:`SimhashIndex`); *signature*
+    (:meth:`FingerprintOptions.signature`) lets a stored index refuse fingerprints
+    made with other options; *reset* starts it empty; *ttl*
     (seconds) lets an entry expire where the backend supports it; *create* false
     refuses a Redis namespace that does not exist yet (:exc:`SimhashIndexError`)
     instead of making it empty (tools that only read a path open it read-only,
@@ -64,13 +68,14 @@ def open_index(
     """
     text = "memory" if spec is None else check_index_spec(spec)
     if is_shared_spec(text):
-        return _open_redis(text, max_distance, expected_size, namespace, signature, reset, ttl, create)
+        return _open_redis(text, max_distance, min_similarity, expected_size, namespace, signature, reset, ttl,
+                           create)
     if ttl is not None:
         _warn_ttl_ignored("memory" if text == "memory" else "disk")
     if text == "memory":
-        return MemoryIndex(max_distance, expected_size=expected_size)
+        return MemoryIndex(max_distance, expected_size=expected_size, min_similarity=min_similarity)
     return DiskIndex(text, max_distance, expected_size=expected_size, namespace=namespace,
-                     signature=signature, reset=reset)
+                     signature=signature, reset=reset, min_similarity=min_similarity)
 
 
 def check_index_spec(spec: object) -> str:
@@ -103,11 +108,11 @@ def _warn_ttl_ignored(kind: str) -> None:
                    {"kind": kind})
 
 
-def _open_redis(url: str, max_distance: int, expected_size: int, namespace: str, signature: str,
-                reset: bool, ttl: float | None, create: bool) -> SimhashIndex:
+def _open_redis(url: str, max_distance: int, min_similarity: float, expected_size: int, namespace: str,
+                signature: str, reset: bool, ttl: float | None, create: bool) -> SimhashIndex:
     try:
         from .redis import RedisIndex
     except ImportError as exc:
         raise ImportError(f"the Redis index needs redis-py: install the package's [redis] extra ({exc})") from exc
     return RedisIndex(url, max_distance, expected_size=expected_size, namespace=namespace,
-                      signature=signature, reset=reset, ttl=ttl, create=create)
+                      signature=signature, reset=reset, ttl=ttl, create=create, min_similarity=min_similarity)

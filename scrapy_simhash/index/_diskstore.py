@@ -20,8 +20,8 @@ import numpy.typing as npt
 
 from . import _logfile as lf
 from ._files import lock_directory, read_prefix, write_all, write_new
-from ._storage import KeyStore, decode_key, encode_key
-from .base import IndexFormatError, IndexUnavailableError, SimhashIndexError
+from ._storage import KeyStore, SketchStore, decode_key, encode_key
+from .base import IndexFormatError, IndexUnavailableError, SimhashIndexError, signature_difference
 
 logger = logging.getLogger(__name__)
 
@@ -99,8 +99,8 @@ class DiskStore:
         stored = str(self.header.get("signature", ""))
         if signature and stored and stored != signature:
             raise IndexFormatError(
-                f"{self.log_path} holds fingerprints made with other options ({stored}) than "
-                f"these ({signature}); they are not comparable: {lf.RESET_HINT}"
+                f"{self.log_path} holds fingerprints made otherwise ({signature_difference(stored, signature)}):"
+                f" they are not comparable with these: {lf.RESET_HINT}, or crawl into a new index"
             )
 
     def _create(self, signature: str) -> None:
@@ -137,22 +137,32 @@ class DiskStore:
 
     # -- writing ----------------------------------------------------------------------
 
-    def append(self, namespace: int, op: int, fingerprint: int, key: str) -> None:
-        """Write one record (and its key); durable against kill -9 when it returns."""
+    def append(
+        self, namespace: int, op: int, fingerprint: int, key: str, sketch: bytes | None = None
+    ) -> None:
+        """Write one record (and its key); durable against kill -9 when it returns.
+
+        *fingerprint* and *sketch* must be checked already: they are written as given.
+        """
         self._check_writable()
         data = encode_key(key)
         offset = self._write_keys(data)
-        self._write_log(lf.pack_record(fingerprint, offset, len(data), namespace, op))
+        self._write_log(lf.pack_record(fingerprint, offset, len(data), namespace, op, sketch))
 
     def append_many(
-        self, namespace: int, fingerprints: npt.NDArray[np.uint64], keys: Sequence[str]
+        self,
+        namespace: int,
+        fingerprints: npt.NDArray[np.uint64],
+        keys: Sequence[str],
+        sketches: npt.NDArray[np.uint64],
     ) -> None:
-        """Write many ADD records with two ``os.write`` calls."""
+        """Write many ADD records with two ``os.write`` calls (*sketches*: ``SketchStore.rows``)."""
         self._check_writable()
         encoded = [encode_key(key) for key in keys]
         lengths = np.fromiter(map(len, encoded), dtype=np.uint64, count=len(encoded))
         records = np.zeros(len(encoded), dtype=lf.RECORD)
         records["fingerprint"] = fingerprints
+        records["sketch"] = sketches
         records["key_offset"] = self._write_keys(b"".join(encoded)) + np.cumsum(lengths) - lengths
         records["key_length"] = lengths
         records["namespace"] = namespace
@@ -190,8 +200,8 @@ class DiskStore:
 
     # -- reading ----------------------------------------------------------------------
 
-    def load(self, namespace: int) -> tuple[npt.NDArray[np.uint64], KeyStore]:
-        """The live entries of *namespace*: fingerprints and keys, in insertion order."""
+    def load(self, namespace: int) -> tuple[npt.NDArray[np.uint64], KeyStore, SketchStore]:
+        """The live entries of *namespace*: fingerprints, keys and sketches, in insertion order."""
         records, self._records_at_open = self._records_at_open, None  # read once, at open
         if records is None:
             records = lf.read_records(self.log_path, self.keys_path).records
@@ -207,7 +217,8 @@ class DiskStore:
             for position in np.flatnonzero((ops == lf.OP_REMOVE) | (ops == lf.OP_REMOVE_ALL)):
                 self._apply_removal(records, alive, int(position))
             records = records[alive]
-        return records["fingerprint"].copy(), self._read_keys(records)
+        sketches = SketchStore(records["sketch"].reshape(-1))
+        return records["fingerprint"].copy(), self._read_keys(records), sketches
 
     def _apply_removal(
         self, records: npt.NDArray, alive: npt.NDArray[np.bool_], position: int

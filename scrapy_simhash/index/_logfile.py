@@ -4,9 +4,11 @@ A store is a directory with two append-only files:
 
 * ``fingerprints.log``: a 4096-byte header (magic ``SIMHIDX\\n``, format version,
   a JSON block with the fingerprint options signature and creation info, its
-  CRC-32), then 32-byte little-endian records (:data:`RECORD`): fingerprint, key
-  offset and length in ``keys.log``, namespace id, operation, and a 64-bit check
-  value mixing all of them, so a torn or zeroed record is detected.
+  CRC-32), then 64-byte little-endian records of eight 64-bit words (:data:`RECORD`):
+  fingerprint, key offset in ``keys.log``, the ``key length | namespace << 32 |
+  op << 48`` word, the entry's 32-byte minwise sketch (:mod:`..core.sketch`) as
+  four words (zeros: no sketch), and a 64-bit check value mixing all seven words,
+  so a torn or zeroed record is detected.
 * ``keys.log``: a 16-byte header, then the UTF-8 keys, back to back.
 
 A key is written before its record, and a record is one ``os.write``: after a
@@ -14,6 +16,9 @@ crash, a record that exists points at a key that exists. Records are read back i
 one ``numpy.fromfile``. Invalid records at the end (an interrupted write) are a
 truncated tail, dropped and reported; an invalid record followed by valid ones is
 corruption, which raises :class:`IndexFormatError` rather than losing data.
+
+Format 1 had 32-byte records without a sketch. Its entries cannot be confirmed
+(:class:`~.base.SimhashIndex`), so it is refused, with the way out: reset or re-crawl.
 """
 
 from __future__ import annotations
@@ -22,15 +27,17 @@ import json
 import os
 import struct
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from ..core.sketch import SKETCH_BYTES
 from .base import IndexFormatError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 HEADER_SIZE = 4096
 MAGIC = b"SIMHIDX\n"
 KEYS_MAGIC = b"SIMHKEY\n"
@@ -38,6 +45,7 @@ KEYS_HEADER_SIZE = 16
 _HEADER_PREFIX = struct.Struct("<8sIII")  # magic, version, JSON length, JSON CRC-32
 _KEYS_HEADER = struct.Struct("<8sII")  # magic, version, reserved
 
+_SKETCH_WORDS = SKETCH_BYTES // 8
 RECORD = np.dtype(
     [
         ("fingerprint", "<u8"),
@@ -46,11 +54,15 @@ RECORD = np.dtype(
         ("namespace", "<u2"),
         ("op", "u1"),
         ("reserved", "u1"),
+        ("sketch", "<u8", (_SKETCH_WORDS,)),
         ("check", "<u8"),
     ]
 )
-_PACKED = struct.Struct("<QQIHBBQ")
-assert RECORD.itemsize == _PACKED.size == 32
+_WORDS = RECORD.itemsize // 8
+_PACKED = struct.Struct(f"<{_WORDS}Q")  # a record as its words: the check value is the last
+_SKETCH = struct.Struct(f"<{_SKETCH_WORDS}Q")
+_NO_SKETCH = (0,) * _SKETCH_WORDS
+assert RECORD.itemsize == _PACKED.size == 64
 
 # Operations: an entry added, the entries of a fingerprint and key removed, a
 # namespace named (its id in ``namespace``, its name as the key), a namespace
@@ -59,40 +71,49 @@ OP_ADD, OP_REMOVE, OP_NAMESPACE, OP_CLEAR, OP_REMOVE_ALL = 1, 2, 3, 4, 5
 
 # splitmix64 constants: a cheap, well-mixing check value computable with NumPy.
 _SEED, _MUL1, _MUL2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+# One multiplier per checked word (all but the check itself), alternating.
+_MULTIPLIERS = tuple(_MUL1 if word % 2 == 0 else _MUL2 for word in range(_WORDS - 1))
 _MASK64 = (1 << 64) - 1
 RESET_HINT = "delete it or set SIMHASH_INDEX_RESET=True"
+# Format 1 is readable but useless now: without sketches no match can be confirmed.
+_FORMAT_1_HINT = (
+    "its entries have no minwise sketch, which confirms every match now; start a new index "
+    "with SIMHASH_INDEX_RESET=True (or scrapy-simhash import --reset), or delete the directory and crawl again"
+)
 
 
-def check_value(fingerprint: int, key_offset: int, key_length: int, namespace: int, op: int) -> int:
-    """The check value of one record (:func:`check_values` for many)."""
-    h = ((fingerprint ^ _SEED) * _MUL1) & _MASK64
-    h = ((h ^ key_offset) * _MUL2) & _MASK64
-    h = ((h ^ (key_length | namespace << 32 | op << 48)) * _MUL1) & _MASK64
+def check_value(words: Sequence[int]) -> int:
+    """The check value of the first seven words of a record (:func:`check_values` for many).
+
+    Each step (XOR a word, multiply by an odd constant) is a bijection, so a change
+    of any one word always changes the result.
+    """
+    h = _SEED
+    for word, multiplier in zip(words, _MULTIPLIERS):
+        h = ((h ^ word) * multiplier) & _MASK64
     return h ^ (h >> 31)
 
 
 def check_values(records: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
-    """:func:`check_value` of every record, vectorised (uint64 products wrap).
-
-    A record is four little-endian 64-bit words: fingerprint, key offset, the
-    ``key_length | namespace << 32 | op << 48`` word, and the check value.
-    """
-    words = records.view("<u8").reshape(-1, 4)
-    h = words[:, 0] ^ np.uint64(_SEED)
-    h *= np.uint64(_MUL1)
-    h ^= words[:, 1]
-    h *= np.uint64(_MUL2)
-    h ^= words[:, 2]
-    h *= np.uint64(_MUL1)
+    """:func:`check_value` of every record, vectorised (uint64 products wrap)."""
+    words = records.view("<u8").reshape(-1, _WORDS)
+    h = np.full(len(words), _SEED, dtype=np.uint64)
+    for column, multiplier in enumerate(_MULTIPLIERS):
+        h ^= words[:, column]
+        h *= np.uint64(multiplier)
     h ^= h >> np.uint64(31)
     return h
 
 
 def pack_record(
-    fingerprint: int, key_offset: int, key_length: int, namespace: int, op: int
+    fingerprint: int, key_offset: int, key_length: int, namespace: int, op: int, sketch: bytes | None = None
 ) -> bytes:
-    check = check_value(fingerprint, key_offset, key_length, namespace, op)
-    return _PACKED.pack(fingerprint, key_offset, key_length, namespace, op, 0, check)
+    """One record's bytes; *sketch* is 32 checked bytes, or ``None``."""
+    if key_length >> 32:  # it shares a word with the namespace and op
+        raise ValueError(f"a key is at most 4 GiB, not {key_length} bytes")
+    sketch_words = _NO_SKETCH if sketch is None else _SKETCH.unpack(sketch)
+    words = (fingerprint, key_offset, key_length | namespace << 32 | op << 48, *sketch_words)
+    return _PACKED.pack(*words, check_value(words))
 
 
 def pack_records(records: npt.NDArray[Any]) -> bytes:
@@ -123,7 +144,7 @@ def read_header(path: str) -> dict[str, Any]:
     if version != FORMAT_VERSION:
         raise IndexFormatError(
             f"{path} is an index of format version {version}, this "
-            f"scrapy-simhash reads version {FORMAT_VERSION}: {RESET_HINT}"
+            f"scrapy-simhash reads version {FORMAT_VERSION}: {_FORMAT_1_HINT if version == 1 else RESET_HINT}"
         )
     payload = head[_HEADER_PREFIX.size : _HEADER_PREFIX.size + length]
     if len(head) < HEADER_SIZE or zlib.crc32(payload) != crc:

@@ -8,32 +8,37 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from ..core.fingerprint import check_fingerprint
+from ..core.sketch import SKETCH_BYTES, check_sketch
 from ._redis_keys import decode_stored_key, encode_stored_key
-from .base import IndexFormatError
+from .base import IndexFormatError, signature_difference
 
-# "3": keys coded (:mod:`._redis_keys`); "2" stored them as plain UTF-8.
-FORMAT_VERSION = "3"
+# "4": records carry sketches (``P:s<c>``); "3" had none, "2" stored keys as plain UTF-8.
+FORMAT_VERSION = "4"
 #: Keys longer than this (coded bytes) are refused: a chunk of keys must stay under
 #: Redis' 512 MB string limit (4094 keys of 64 KiB are 256 MiB).
 MAX_KEY_BYTES = 0xFFFF
 # Records a chunk: small enough that a TTL frees memory soon after records expire (a
 # chunk goes when its last record does) and that reading a tail touches <= 2 chunks,
-# large enough that the per-key overhead of Redis (~100 bytes, 4 keys a chunk) is
-# ~0.1 byte a record. Not 4096: 4094 records of 8 (fingerprints) and 4 bytes (key
-# ends, expiries) plus Redis' string header fill allocations of exactly 32 and 16 KiB,
-# where 4096 spill into jemalloc's next size classes (40 and 20 KiB): 3 bytes a record.
+# large enough that the per-key overhead of Redis (~100 bytes, 5 keys a chunk) is
+# ~0.1 byte a record. Not 4096: 4094 records of 32 (sketches), 8 (fingerprints) and 4
+# bytes (key ends, expiries) plus Redis' string header fill allocations of exactly 128,
+# 32 and 16 KiB, where 4096 spill into jemalloc's next size classes (160, 40 and 20 KiB).
 CHUNK_RECORDS = 4094
 #: The key end of a record whose chunk lost strings and was blanked (``blank`` in :mod:`._redis_lua`).
 GONE = 0xFFFF_FFFF
-# The kinds of chunk strings: fingerprints, key ends, keys, expiries.
-CHUNK_KINDS = ("f", "o", "k", "e")
+# The kinds of chunk strings: fingerprints, key ends, keys, expiries, sketches.
+CHUNK_KINDS = ("f", "o", "k", "e", "s")
+#: How a record stored without a sketch holds it (a real one is all zeros with probability 2**-256).
+NO_SKETCH = bytes(SKETCH_BYTES)
 
 
 def new_meta(max_distance: int, signature: str, ttl: float | None) -> dict[str, str]:
@@ -54,13 +59,15 @@ def check_meta(meta: dict[str, str], wanted: dict[str, str], where: str) -> None
         raise IndexFormatError(
             f"{where} has format {meta.get('format')!r}, this version reads format "
             f"{FORMAT_VERSION!r} (format '1' is the bucket layout of earlier versions, "
-            "'2' their log with keys not coded): "
-            "start it afresh with SIMHASH_INDEX_RESET=True (import --reset), or use another namespace"
+            "'2' their log with keys not coded, '3' their log without sketches): start it afresh "
+            "with SIMHASH_INDEX_RESET=True on one worker (import --reset), or delete the namespace "
+            "(or use another one)"
         )
     if wanted["signature"] and meta["signature"] and meta["signature"] != wanted["signature"]:
         raise IndexFormatError(
-            f"{where} holds fingerprints made with other options "
-            f"({meta['signature']}): use another namespace or reset it"
+            f"{where} holds fingerprints made otherwise ({signature_difference(meta['signature'], wanted['signature'])}):"
+            " they are not comparable with these: reset it (SIMHASH_INDEX_RESET=True on one worker,"
+            " or import --reset) or use another namespace"
         )
     if wanted["ttl"] != meta["ttl"]:
         raise ValueError(
@@ -87,6 +94,25 @@ def encoded_key(key: str) -> bytes:
 def pack(fingerprint: int) -> bytes:
     """The 8 big-endian bytes a fingerprint is stored as (exact: no float scores)."""
     return fingerprint.to_bytes(8, "big")
+
+
+def pack_sketch(sketch: bytes | None) -> bytes:
+    """The 32 bytes a record's sketch is stored as (:data:`NO_SKETCH` for none)."""
+    return NO_SKETCH if sketch is None else sketch
+
+
+def add_batches(
+    entries: Iterable[tuple[int, str, bytes | None]], size: int
+) -> Iterator[tuple[list[int], list[bytes]]]:
+    """*entries*, *size* at a time, checked and packed: each batch's fingerprints and the
+    add script's arguments (fingerprints, sketches, keys). A bad entry raises before its
+    batch is sent."""
+    rows = iter(entries)
+    while batch := list(islice(rows, size)):
+        fingerprints = [check_fingerprint(fingerprint) for fingerprint, _, _ in batch]
+        sketches = b"".join(pack_sketch(check_sketch(sketch)) for _, _, sketch in batch)
+        keys = [encoded_key(key) for _, key, _ in batch]
+        yield fingerprints, [b"".join(map(pack, fingerprints)), sketches, *keys]
 
 
 def unpack_fingerprints(data: bytes) -> npt.NDArray[np.uint64]:
@@ -122,9 +148,10 @@ class Chunk:
     ends: bytes | None
     keys: bytes | None
     expiries: bytes | None
+    sketches: bytes | None
 
-    def live_entries(self, removed: set[int], now: int | None) -> Iterator[tuple[int, str]]:
-        """Its ``(fingerprint, key)`` pairs, without removed (and, with *now*, expired) ones."""
+    def live_entries(self, removed: set[int], now: int | None) -> Iterator[tuple[int, str, bytes | None]]:
+        """Its ``(fingerprint, key, sketch)``, without removed (and, with *now*, expired) ones."""
         if self.fingerprints is None or self.ends is None or self.keys is None:
             return  # gone (expired with its last record, or evicted)
         fps = np.frombuffer(self.fingerprints, dtype=">u8").tolist()
@@ -134,12 +161,18 @@ class Chunk:
             live = (np.frombuffer(self.expiries or b"", dtype=">u4") > now).tolist()
         start = 0
         for slot, (fingerprint, stop, alive) in enumerate(zip(fps, ends, live)):
-            if stop == GONE:  # blanked (see _redis_lua.repair); the next key starts at 0
+            if stop == GONE:  # blanked (``blank`` in _redis_lua); the next key starts at 0
                 start = 0
                 continue
             if alive and self.first_seq + slot not in removed:
-                yield fingerprint, decode_stored_key(self.keys[start:stop])
+                yield fingerprint, decode_stored_key(self.keys[start:stop]), self._sketch(slot)
             start = stop
+
+    def _sketch(self, slot: int) -> bytes | None:
+        """The sketch in *slot*; ``None`` when it was stored without one (zeros, or past the
+        end of the string: see ``append`` in :mod:`._redis_lua`)."""
+        sketch = (self.sketches or b"")[slot * SKETCH_BYTES : (slot + 1) * SKETCH_BYTES]
+        return None if len(sketch) < SKETCH_BYTES or sketch == NO_SKETCH else sketch
 
 
 def reply_text(value: Any) -> str:

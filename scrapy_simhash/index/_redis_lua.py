@@ -6,16 +6,19 @@ A namespace is an append-only log; every key starts with its prefix ``P``:
   chunk, from the meta hash) at slot ``i = s % C``, spread over parallel strings:
   ``P:f<c>`` its fingerprint (8 bytes big-endian, slot ``i`` at byte ``8i``),
   ``P:k<c>`` the keys (coded by :mod:`._redis_keys`, concatenated), ``P:o<c>`` where each key ends in
-  ``P:k<c>`` (4 bytes big-endian), and with a TTL ``P:e<c>`` its expiry (4 bytes,
+  ``P:k<c>`` (4 bytes big-endian), ``P:s<c>`` its minwise sketch
+  (:mod:`scrapy_simhash.core.sketch`, 32 bytes at byte ``32i``; all zeros, or past the
+  end of the string: stored without one), and with a TTL ``P:e<c>`` its expiry (4 bytes,
   Unix seconds by the Redis clock; each chunk key expires with its last record);
 * ``P:n`` the number of records ever appended; ``P:x`` the removed records, as 8-byte
   sequence numbers (tombstones); ``P:meta`` format, options, chunk size and an
   *epoch*, a token made when the namespace is created.
 
-Clients search a mirror of the log (:mod:`._redis_mirror`); the check script, given its
-matches and position, atomically confirms them, scans the records it has not seen and
-appends the new one when nothing matched. Fingerprints stay 8 raw bytes (Lua numbers
-are doubles, 64-bit values would lose bits), compared byte by byte (a popcount table).
+Clients search a mirror of the log (:mod:`._redis_mirror`, fingerprints only); the
+check script (:mod:`._redis_lua_check`), given its matches and position, atomically
+confirms them (live, and the sketches close enough), scans the records it has not seen
+and appends the new one when nothing was confirmed. Fingerprints stay 8 raw bytes (Lua
+numbers are doubles, 64-bit values would lose bits), compared byte by byte (a popcount table).
 
 Every script takes KEYS = meta, counter, tombstones; ARGV[1..4] = epoch, key prefix,
 records a chunk, TTL seconds (0: none); it answers ``{'reload'}`` when the epoch is
@@ -24,6 +27,9 @@ when the namespace is gone.
 """
 
 from __future__ import annotations
+
+from ..core.sketch import SKETCH_BYTES
+from ._redis_lua_check import CHECK_BODY
 
 _PRELUDE = """
 local META, COUNTER, TOMBS = KEYS[1], KEYS[2], KEYS[3]
@@ -36,8 +42,10 @@ local N = tonumber(redis.call('GET', COUNTER) or '0')
 local NOW = 0
 if TTL > 0 then NOW = tonumber(redis.call('TIME')[1]) end
 local floor, byte, concat = math.floor, string.byte, table.concat
-local KINDS = {'f', 'k', 'o'}
-if TTL > 0 then KINDS[4] = 'e' end
+local SKETCH_SIZE = SKETCH_BYTES
+local NO_SKETCH = string.rep('\\0', SKETCH_SIZE)  -- how a record without a sketch holds it
+local KINDS = {'f', 'k', 'o', 's'}
+if TTL > 0 then KINDS[5] = 'e' end
 
 local function name(kind, chunk) return PREFIX .. kind .. chunk end
 
@@ -106,10 +114,11 @@ local function blank(chunk, slot, fp8, key, expiry)
   redis.call('SET', name('f', chunk), string.rep('\\0', slot * 8) .. fp8)
   redis.call('SET', name('k', chunk), key)
   redis.call('SET', name('o', chunk), string.rep('\\255', slot * 4) .. struct.pack('>I4', #key))
+  redis.call('DEL', name('s', chunk))  -- no sketch left over from another log (see append)
   if TTL > 0 then redis.call('SET', name('e', chunk), string.rep('\\0', slot * 4) .. expiry) end
 end
 
-local function append(fp8, key)  -- record N
+local function append(fp8, key, sketch)  -- record N; sketch: NO_SKETCH for none
   local chunk = floor(N / CHUNK)
   local slot, expiry = N - chunk * CHUNK, struct.pack('>I4', NOW + TTL)
   local whole = redis.call('APPEND', name('f', chunk), fp8) == slot * 8 + 8
@@ -117,7 +126,10 @@ local function append(fp8, key)  -- record N
   whole = redis.call('APPEND', name('o', chunk), struct.pack('>I4', stop)) == slot * 4 + 4 and whole
   if TTL > 0 then whole = redis.call('APPEND', name('e', chunk), expiry) == slot * 4 + 4 and whole end
   if not whole then blank(chunk, slot, fp8, key, expiry) end
-  for n = 1, TTL > 0 and 4 or 0 do redis.call('EXPIREAT', name(KINDS[n], chunk), NOW + TTL + 1) end
+  -- Sketches are written at their slot, not appended: records without one store
+  -- nothing (zeros once a later one has one), and a lost string loses only sketches.
+  if sketch ~= NO_SKETCH then redis.call('SETRANGE', name('s', chunk), slot * SKETCH_SIZE, sketch) end
+  for n = 1, TTL > 0 and #KINDS or 0 do redis.call('EXPIREAT', name(KINDS[n], chunk), NOW + TTL + 1) end
   N = N + 1
   if N % CHUNK == 0 then  -- a full chunk: copied once, as APPEND leaves up to 2x allocated
     for _, kind in ipairs(KINDS) do
@@ -128,53 +140,14 @@ local function append(fp8, key)  -- record N
 end
 """
 
-# ARGV[5] 'check' (add_if_new) or 'query'; [6] the 8-byte fingerprint; [7] the 8 bytes of
-# NOT wildcard (the bits that count); [8] max distance; [9] the key; [10] the mirror's
-# position (records it holds); [11] tombstones it holds; [12] the longest tail scanned
-# here (longer: 'behind', the client catches up first); [13...] the mirror's matches.
-# Reply: {'stored' | 'found' | 'behind' | 'reload', records, tail fingerprints,
-# new tombstones, seq, key, seq, key, ...} (the live matches, for 'found').
-_CHECK = """
-local MODE, FP, MASK, K, KEY = ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9]
-local P, T, BOUND = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
-if P > N then return {'reload'} end
-if N - P > BOUND then return {'behind'} end
-local found = {}
-local function confirm(seq)
-  if not live(seq) then return end
-  local key = key_of(seq)
-  if key then found[#found + 1] = seq; found[#found + 1] = key end
-end
-for n = 13, #ARGV do confirm(tonumber(ARGV[n])) end
-local tail = fingerprints(P, N)
-if #tail > 0 then  -- the records the mirror has not seen
-  local band, bxor = bit.band, bit.bxor
-  local POP = {[0] = POPCOUNTS}  -- bits set in each byte value
-  local q1, q2, q3, q4, q5, q6, q7, q8 = byte(FP, 1, 8)
-  local m1, m2, m3, m4, m5, m6, m7, m8 = byte(MASK, 1, 8)
-  for pos = 1, #tail, 8 do
-    local a1, a2, a3, a4, a5, a6, a7, a8 = byte(tail, pos, pos + 7)
-    local d = POP[band(bxor(a1, q1), m1)] + POP[band(bxor(a2, q2), m2)]
-      + POP[band(bxor(a3, q3), m3)] + POP[band(bxor(a4, q4), m4)]
-      + POP[band(bxor(a5, q5), m5)] + POP[band(bxor(a6, q6), m6)]
-      + POP[band(bxor(a7, q7), m7)] + POP[band(bxor(a8, q8), m8)]
-    if d <= K then confirm(P + (pos - 1) / 8) end
-  end
-end
-local reply = {'found', N, tail, tombstones_since(T)}
-if MODE == 'check' and #found == 0 then
-  append(FP, KEY)
-  redis.call('SET', COUNTER, N)
-  reply[1], reply[2] = 'stored', N
-end
-for _, value in ipairs(found) do reply[#reply + 1] = value end
-return reply
-"""
-
-# ARGV[5] the fingerprints, 8 bytes each; ARGV[6...] their keys. Reply: {'added', first seq}.
+# ARGV[5] the fingerprints, 8 bytes each; [6] their sketches, 32 bytes each (zeros: none);
+# [7...] their keys. Reply: {'added', first seq}.
 _ADD = """
 local first = N
-for n = 6, #ARGV do append(string.sub(ARGV[5], (n - 6) * 8 + 1, (n - 5) * 8), ARGV[n]) end
+for n = 0, #ARGV - 7 do
+  local sketch = string.sub(ARGV[6], n * SKETCH_SIZE + 1, (n + 1) * SKETCH_SIZE)
+  append(string.sub(ARGV[5], n * 8 + 1, n * 8 + 8), ARGV[n + 7], sketch)
+end
 redis.call('SET', COUNTER, N)
 return {'added', first}
 """
@@ -242,8 +215,8 @@ if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('HSET', KEYS[1], unpack(AR
 return redis.call('HGETALL', KEYS[1])
 """
 
-_POPCOUNTS = ", ".join(str(i.bit_count()) for i in range(256))
-CHECK = _PRELUDE + _CHECK.replace("POPCOUNTS", _POPCOUNTS)
+_PRELUDE = _PRELUDE.replace("SKETCH_BYTES", str(SKETCH_BYTES))
+CHECK = _PRELUDE + CHECK_BODY
 ADD = _PRELUDE + _ADD
 SYNC = _PRELUDE + _SYNC
 REMOVE = _PRELUDE + _REMOVE

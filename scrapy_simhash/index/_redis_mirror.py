@@ -1,56 +1,37 @@
 """A worker's local copy of a Redis namespace's log, searched in memory.
 
 The log (see :mod:`._redis_lua`) only grows, so a worker holds records
-``first_seq ... position - 1`` in a :class:`~.memory.MemoryIndex` (row ``r`` is record
-``first_seq + r``; the keys stay in Redis) and the tombstones it has seen. A search
-here finds every candidate among those records; the check script confirms them and
-covers the records written since. Costs ~33 bytes of the worker's RAM a record.
+``first_seq ... position - 1`` in a :class:`~._redis_records.RecordIndex` (row ``r`` is
+record ``first_seq + r``; the keys stay in Redis) and the tombstones it has seen. A search
+here finds every candidate among those records; the check script confirms them (their
+sketches stay in Redis) and covers the records written since. Costs ~33 bytes of the
+worker's RAM a record.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import repeat
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from ..core.sketch import estimated_similarity
 from ._redis_layout import reply_text, unpack_fingerprints
 from ._redis_keys import decode_stored_key
-from ._storage import KeyStore
+from ._redis_records import RecordIndex
 from ._tables import TableDesign
 from .base import Match
-from .memory import MemoryIndex
 
 # Fewer records are added one by one (into the design chosen for expected_size, when
-# the mirror is empty); more, in bulk (MemoryIndex.add_many's own threshold).
+# the mirror is empty); more, in bulk (MemoryIndex.add_entries' own threshold).
 _BULK_ADD = 4096
-
-
-class _RecordIndex(MemoryIndex):
-    """A :class:`MemoryIndex` whose rows are log records, every key empty."""
-
-    def rows_within(self, fingerprint: int, wildcard: int) -> dict[int, int]:
-        """``{row: full distance}`` of the rows within ``max_distance`` off *wildcard*."""
-        return self._probe(fingerprint, wildcard)
-
-    def fingerprint_at(self, row: int) -> int:
-        return int(self._fingerprints.values[row])
-
-    def fingerprints_from(self, row: int) -> npt.NDArray[np.uint64]:
-        """The fingerprints of rows ``row ...`` (a copy)."""
-        return self._fingerprints.values[row:].copy()
-
-    def add_record(self, fingerprint: int) -> None:
-        """Append a record: :meth:`add` without checking the fingerprint (the log's are valid)."""
-        self._append(fingerprint, "", self.design.bucket_keys(fingerprint))
 
 
 class LogMirror:
     """Records ``first_seq ... position - 1`` of a log, and the tombstones seen."""
 
-    _records: _RecordIndex
+    _records: RecordIndex
 
     def __init__(self, max_distance: int, expected_size: int) -> None:
         self._max_distance = max_distance
@@ -91,11 +72,9 @@ class LogMirror:
             for fingerprint in fingerprints:
                 self._records.add_record(int(fingerprint))
         elif not len(self._records):  # a reopen: one sort
-            keys = KeyStore.from_buffer(b"", np.zeros(len(fingerprints), dtype=np.uint64))
-            built = _RecordIndex.from_arrays(np.asarray(fingerprints, dtype=np.uint64), keys, self._max_distance)
-            self._records = cast(_RecordIndex, built)  # from_arrays builds a cls
+            self._records = RecordIndex.build(np.asarray(fingerprints, dtype=np.uint64), self._max_distance)
         else:
-            self._records.add_many(zip(np.asarray(fingerprints, dtype=np.uint64).tolist(), repeat("")))
+            self._records.add_records(np.asarray(fingerprints, dtype=np.uint64))
 
     def catch_up(self, read: Callable[[int, int], list[Any]]) -> None:
         """Mirror the rest of the log: ``read(position, tombstones seen)`` returns the
@@ -123,7 +102,7 @@ class LogMirror:
         self.extend(position, [*records, fingerprint] if stored else records)
         if reply[3]:
             self.add_tombstones(tombstones, unpack_fingerprints(reply[3]))
-        found = list(zip(reply[4::2], reply[5::2]))
+        found = list(zip(reply[4::3], reply[5::3], reply[6::3]))
         return self.matches(fingerprint, found) if found else []
 
     def forget_expired(self, read: Callable[[int, int, int], list[Any]]) -> int:
@@ -163,12 +142,15 @@ class LogMirror:
         found = self._records.rows_within(fingerprint, wildcard)
         return {first + row: d for row, d in found.items() if first + row not in removed}
 
-    def matches(self, fingerprint: int, found: list[tuple[int, bytes]]) -> list[Match]:
-        """Matches of *fingerprint* from ``(seq, key)`` pairs of mirrored records, nearest first."""
+    def matches(self, fingerprint: int, found: list[tuple[int, bytes, int]]) -> list[Match]:
+        """Matches of *fingerprint* from ``(seq, key, sketch distance)`` of mirrored records
+        (the distance -1 when the sketches were not compared), nearest first; of equally
+        near ones with the same key, the oldest record first (as brute force lists them)."""
         matches = []
-        for seq, key in found:
+        for seq, key, differing in sorted(found, key=lambda record: int(record[0])):
             stored = self._records.fingerprint_at(int(seq) - self.first_seq)
-            matches.append(Match(decode_stored_key(key), stored, (stored ^ fingerprint).bit_count()))
+            similarity = None if int(differing) < 0 else estimated_similarity(int(differing))
+            matches.append(Match(decode_stored_key(key), stored, (stored ^ fingerprint).bit_count(), similarity))
         return sorted(matches, key=lambda m: (m.distance, m.key, m.fingerprint))
 
     def describe(self) -> dict[str, Any]:
@@ -184,4 +166,4 @@ class LogMirror:
 
     def _restart_at(self, seq: int) -> None:
         self.first_seq = seq
-        self._records = _RecordIndex(self._max_distance, expected_size=self._expected_size)
+        self._records = RecordIndex(self._max_distance, expected_size=self._expected_size)

@@ -1,6 +1,6 @@
 """Reading a whole Redis namespace without the scripts: entries, count, deletion.
 
-For ``items``, ``len`` and ``export``: a chunk at a time, pipelined, so a client holds
+For ``entries``, ``items``, ``len`` and ``export``: a chunk at a time, pipelined, so a client holds
 one batch of chunks (a few MB) however large the log is. Not atomic: entries stored
 or removed meanwhile may or may not be seen, as with any scan.
 """
@@ -16,7 +16,7 @@ import redis
 from ._redis_client import glob_escape
 from ._redis_layout import CHUNK_KINDS, Chunk, Names, unpack_fingerprints
 
-# Chunks read per pipelined round trip (~5 MB with 50-byte keys).
+# Chunks read per pipelined round trip (~6 MB with 50-byte keys and sketches).
 _CHUNKS_PER_READ = 16
 _DELETE_BATCH = 1000
 
@@ -47,8 +47,8 @@ class LogReader:
                 live += len(seqs) - len(removed.intersection(seqs))
         return live
 
-    def entries(self, chunk_records: int, with_ttl: bool) -> Iterator[tuple[int, str]]:
-        """Every live ``(fingerprint, key)``, in the order stored."""
+    def entries(self, chunk_records: int, with_ttl: bool) -> Iterator[tuple[int, str, bytes | None]]:
+        """Every live ``(fingerprint, key, sketch)``, in the order stored."""
         records, tombstones, now = self._counters()
         removed = set(unpack_fingerprints(tombstones).tolist())
         for numbers in _batches(-(-records // chunk_records)):

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..core.fingerprint import check_fingerprint
+from ..core.sketch import SKETCH_BYTES, check_sketch
 
 # Growth factor of GrowableArray: 1.25 keeps the slack (memory) small while the
 # number of copies stays logarithmic (amortised O(1) appends).
@@ -63,6 +64,68 @@ class GrowableArray:
         grown = np.empty(capacity, dtype=self._data.dtype)
         grown[: self._size] = self._data[: self._size]
         self._data = grown
+
+
+class SketchStore:
+    """The sketch of every row (:mod:`scrapy_simhash.core.sketch`), four uint64 words a row.
+
+    A row stored without a sketch holds zeros and reads back as ``None``
+    (:func:`~scrapy_simhash.core.sketch.check_sketch`).
+    """
+
+    WORDS = SKETCH_BYTES // 8
+
+    def __init__(self, words: npt.NDArray[np.uint64] | None = None) -> None:
+        self._words = GrowableArray(np.uint64, words)
+
+    @classmethod
+    def from_sketches(cls, sketches: Iterable[bytes | None]) -> SketchStore:
+        """Checked sketches (:func:`~scrapy_simhash.core.sketch.check_sketch`), in one copy."""
+        empty = bytes(SKETCH_BYTES)
+        data = b"".join(sketch or empty for sketch in map(check_sketch, sketches))
+        return cls(np.frombuffer(data, dtype="<u8").astype(np.uint64))
+
+    @classmethod
+    def empty(cls, rows: int) -> SketchStore:
+        return cls(np.zeros(rows * cls.WORDS, dtype=np.uint64))
+
+    def __len__(self) -> int:
+        return len(self._words) // self.WORDS
+
+    @property
+    def nbytes(self) -> int:
+        return self._words.nbytes
+
+    @property
+    def rows(self) -> npt.NDArray[np.uint64]:
+        """The sketches as an ``(n, 4)`` array (a view: valid until the next append)."""
+        return self._words.values.reshape(-1, self.WORDS)
+
+    def append(self, sketch: bytes | None) -> None:
+        self._words.extend(_sketch_words(check_sketch(sketch)))
+
+    def extend_from(self, other: SketchStore) -> None:
+        self._words.extend(other._words.values)
+
+    def __getitem__(self, row: int) -> bytes | None:
+        words = self.rows[row]
+        return words.tobytes() if words.any() else None
+
+    def distances(self, rows: npt.NDArray[np.intp], sketch: bytes) -> npt.NDArray[np.int64]:
+        """Bits in which each row's sketch differs from *sketch*; -1 for rows without one."""
+        stored = self.rows[rows]
+        differing = np.bitwise_count(stored ^ _sketch_words(sketch)).sum(axis=1, dtype=np.int64)
+        differing[~stored.any(axis=1)] = -1
+        return differing
+
+    def compress(self, keep: npt.NDArray[np.bool_]) -> SketchStore:
+        return SketchStore(self.rows[keep].reshape(-1))
+
+
+def _sketch_words(sketch: bytes | None) -> npt.NDArray[np.uint64]:
+    if sketch is None:
+        return np.zeros(SketchStore.WORDS, dtype=np.uint64)
+    return np.frombuffer(sketch, dtype="<u8").astype(np.uint64)
 
 
 class KeyStore:

@@ -8,8 +8,13 @@ Error hierarchy::
                                               (Redis went away, the disk is full)
 
 An index stores ``(fingerprint, key)`` pairs (the key is usually the page URL or an
-item id) and finds every stored fingerprint within Hamming distance
-``max_distance`` of a query, exactly: no false negatives, nothing beyond the bound.
+item id), each with an optional minwise sketch (:mod:`scrapy_simhash.core.sketch`), and
+finds every stored fingerprint within Hamming distance ``max_distance`` of a query,
+exactly: no false negatives, nothing beyond the bound. When both the query and a stored
+entry have a sketch, the entry matches only if the sketches also estimate a Jaccard
+similarity of at least ``min_similarity`` (the confirmation step: SimHash finds the
+candidates, the sketch confirms them). An entry stored without a sketch is matched on
+its fingerprint alone.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from ..core.fingerprint import check_fingerprint
+from ..core.sketch import max_sketch_distance, sketch_distance
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -30,6 +38,32 @@ DEFAULT_MAX_DISTANCE: Final = 3
 #: k <= 7 on 64 bits; past 8, near-duplicates and unrelated pages overlap (and the
 #: tables stop paying off).
 MAX_DISTANCE_LIMIT: Final = 8
+#: A SimHash match is a near-duplicate when the pages' sketches estimate at least this
+#: Jaccard similarity of their shingle sets (README, "Choosing k").
+DEFAULT_MIN_SIMILARITY: Final = 0.8
+
+
+def signature_difference(stored: str, current: str) -> str:
+    """What differs between two :meth:`FingerprintOptions.signature` strings: why a stored
+    index refuses fingerprints made otherwise.
+
+    >>> signature_difference("simhash-v3;min_tokens=10;shingle_size=2", "simhash-v4;min_tokens=10;shingle_size=3")
+    'algorithm version 3 (stored) != 4 (now), shingle_size 2 (stored) != 3 (now)'
+    """
+    old, new = _signature_fields(stored), _signature_fields(current)
+    names = sorted(set(old) | set(new), key=lambda name: (name != "algorithm version", name))
+    return ", ".join(
+        f"{name} {old.get(name, '?')} (stored) != {new.get(name, '?')} (now)"
+        for name in names
+        if old.get(name) != new.get(name)
+    )
+
+
+def _signature_fields(signature: str) -> dict[str, str]:
+    version, _, rest = signature.partition(";")
+    fields = dict(part.partition("=")[::2] for part in rest.split(";") if part)
+    fields["algorithm version"] = version.removeprefix("simhash-v")
+    return fields
 
 
 class SimhashIndexError(Exception):
@@ -51,6 +85,14 @@ class Match:
     key: str
     fingerprint: int
     distance: int
+    #: The Jaccard similarity the two sketches estimate, or ``None`` when the query or
+    #: the stored entry has no sketch (then the fingerprints alone decided).
+    similarity: float | None = None
+
+    def order(self) -> tuple[int, str, int, bool, float]:
+        """The order of :meth:`SimhashIndex.query`'s answer: nearest first, then by key,
+        fingerprint and similarity (a confirmed match before an unconfirmed one)."""
+        return (self.distance, self.key, self.fingerprint, self.similarity is None, -(self.similarity or 0.0))
 
 
 class SimhashIndex(ABC):
@@ -63,34 +105,44 @@ class SimhashIndex(ABC):
     #: Short name for logs and ``inspect`` ("memory", "disk", "redis", ...).
     backend_name: ClassVar[str] = "custom"
 
-    def __init__(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> None:
+    def __init__(
+        self, max_distance: int = DEFAULT_MAX_DISTANCE, *, min_similarity: float = DEFAULT_MIN_SIMILARITY
+    ) -> None:
         if isinstance(max_distance, bool) or not isinstance(max_distance, int):
             raise TypeError(f"max_distance must be an int, not {max_distance!r}")
         if not 0 <= max_distance <= MAX_DISTANCE_LIMIT:
             raise ValueError(f"max_distance must be between 0 and {MAX_DISTANCE_LIMIT}, not {max_distance}")
         self.max_distance = max_distance
+        self.min_similarity = float(min_similarity)
+        #: Two sketches confirm a match when they differ in at most this many bits.
+        self.max_sketch_distance = max_sketch_distance(self.min_similarity)
 
     @abstractmethod
-    def add_if_new(self, fingerprint: int, key: str, wildcard: int = 0) -> Match | None:
+    def add_if_new(
+        self, fingerprint: int, key: str, wildcard: int = 0, sketch: bytes | None = None
+    ) -> Match | None:
         """Check and record in one step (atomically where the backend is shared).
 
         Return the nearest stored match (see :meth:`query`) and store nothing, or
-        return ``None`` after storing ``(fingerprint, key)``.
+        return ``None`` after storing ``(fingerprint, key, sketch)``.
         """
 
     @abstractmethod
-    def query(self, fingerprint: int, wildcard: int = 0) -> list[Match]:
+    def query(self, fingerprint: int, wildcard: int = 0, sketch: bytes | None = None) -> list[Match]:
         """Every stored match, nearest first.
 
         A stored fingerprint matches when it differs from *fingerprint* in at most
         ``max_distance`` bits outside the *wildcard* mask: bits of the query that may
-        differ freely (its least-confident bits, :attr:`FingerprintResult.wildcard`).
+        differ freely (its least-confident bits, :attr:`FingerprintResult.wildcard`; none
+        at ``max_distance`` 0, so that k = 0 matches exact copies only),
+        and, when *sketch* and the stored entry's sketch are both given, the sketches
+        differ in at most :attr:`max_sketch_distance` bits (:meth:`confirms`).
         ``Match.distance`` is the full Hamming distance.
         """
 
     @abstractmethod
-    def add(self, fingerprint: int, key: str) -> None:
-        """Store ``(fingerprint, key)`` unconditionally."""
+    def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
+        """Store ``(fingerprint, key, sketch)`` unconditionally."""
 
     @abstractmethod
     def remove(self, fingerprint: int, key: str | None = None) -> int:
@@ -104,23 +156,45 @@ class SimhashIndex(ABC):
     def items(self) -> Iterator[tuple[int, str]]:
         """Every stored ``(fingerprint, key)`` pair, in no particular order."""
 
+    def entries(self) -> Iterator[tuple[int, str, bytes | None]]:
+        """Every stored ``(fingerprint, key, sketch)``, in no particular order."""
+        for fingerprint, key in self.items():
+            yield fingerprint, key, None
+
     def add_many(self, items: Iterable[tuple[int, str]]) -> None:
         """Store many pairs unconditionally (bulk load, import)."""
         for fingerprint, key in items:
             self.add(fingerprint, key)
 
+    def add_entries(self, entries: Iterable[tuple[int, str, bytes | None]]) -> None:
+        """Store many ``(fingerprint, key, sketch)`` unconditionally (import)."""
+        for fingerprint, key, sketch in entries:
+            self.add(fingerprint, key, sketch)
+
+    def check_wildcard(self, wildcard: int) -> int:
+        """*wildcard* checked; none at ``max_distance`` 0, which matches exact copies only."""
+        wildcard = check_fingerprint(wildcard)
+        return wildcard if self.max_distance else 0
+
+    def confirms(self, query_sketch: bytes | None, stored_sketch: bytes | None) -> bool:
+        """Whether a stored entry within k is a match: always when either has no sketch."""
+        if query_sketch is None or stored_sketch is None:
+            return True
+        return sketch_distance(query_sketch, stored_sketch) <= self.max_sketch_distance
+
     def query_many(self, fingerprints: Sequence[int]) -> list[list[Match]]:
         """:meth:`query` for each fingerprint, in order."""
         return [self.query(fingerprint) for fingerprint in fingerprints]
 
-    def nearest(self, fingerprint: int, wildcard: int = 0) -> Match | None:
+    def nearest(self, fingerprint: int, wildcard: int = 0, sketch: bytes | None = None) -> Match | None:
         """The nearest stored match (see :meth:`query`), or ``None``."""
-        matches = self.query(fingerprint, wildcard)
+        matches = self.query(fingerprint, wildcard, sketch)
         return matches[0] if matches else None
 
     def describe(self) -> dict[str, Any]:
         """What ``inspect`` and the open log line show: backend, size, design, ..."""
-        return {"backend": self.backend_name, "size": len(self), "max_distance": self.max_distance}
+        return {"backend": self.backend_name, "size": len(self), "max_distance": self.max_distance,
+                "min_similarity": self.min_similarity}
 
     def flush(self) -> None:
         """Make everything acknowledged so far durable (no-op where it already is)."""

@@ -13,8 +13,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ..core.fingerprint import check_fingerprint
+from ..core.sketch import check_sketch, estimated_similarity, sketch_distance
 from ._storage import GrowableArray, KeyStore, entry_columns
-from .base import DEFAULT_MAX_DISTANCE, Match, SimhashIndex
+from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex
 
 
 class BruteForceIndex(SimhashIndex):
@@ -22,10 +23,13 @@ class BruteForceIndex(SimhashIndex):
 
     backend_name = "brute-force"
 
-    def __init__(self, max_distance: int = DEFAULT_MAX_DISTANCE) -> None:
-        super().__init__(max_distance)
+    def __init__(
+        self, max_distance: int = DEFAULT_MAX_DISTANCE, *, min_similarity: float = DEFAULT_MIN_SIMILARITY
+    ) -> None:
+        super().__init__(max_distance, min_similarity=min_similarity)
         self._fingerprints = GrowableArray(np.uint64)
         self._keys = KeyStore()
+        self._sketches: list[bytes | None] = []
 
     @classmethod
     def from_arrays(
@@ -39,29 +43,38 @@ class BruteForceIndex(SimhashIndex):
         index = cls(max_distance)
         index._keys = index_keys
         index._fingerprints = GrowableArray(np.uint64, fps)
+        index._sketches = [None] * len(fps)
         return index
 
-    def add_if_new(self, fingerprint: int, key: str, wildcard: int = 0) -> Match | None:
-        matches = self.query(fingerprint, wildcard)
+    def add_if_new(
+        self, fingerprint: int, key: str, wildcard: int = 0, sketch: bytes | None = None
+    ) -> Match | None:
+        matches = self.query(fingerprint, wildcard, sketch)
         if matches:
             return matches[0]
-        self.add(fingerprint, key)
+        self.add(fingerprint, key, sketch)
         return None
 
-    def query(self, fingerprint: int, wildcard: int = 0) -> list[Match]:
-        fingerprint, wildcard = check_fingerprint(fingerprint), check_fingerprint(wildcard)
+    def query(self, fingerprint: int, wildcard: int = 0, sketch: bytes | None = None) -> list[Match]:
+        fingerprint, wildcard = check_fingerprint(fingerprint), self.check_wildcard(wildcard)
+        sketch = check_sketch(sketch)
         stored = self._fingerprints.values
         differences = stored ^ np.uint64(fingerprint)
         distances = np.bitwise_count(differences)
         counted = np.bitwise_count(differences & ~np.uint64(wildcard)) if wildcard else distances
         hits = np.flatnonzero(counted <= self.max_distance).tolist()
-        matches = [Match(self._keys[i], int(stored[i]), int(distances[i])) for i in hits]
-        return sorted(matches, key=lambda m: (m.distance, m.key, m.fingerprint))
+        matches = [
+            Match(self._keys[i], int(stored[i]), int(distances[i]), self._similarity(sketch, self._sketches[i]))
+            for i in hits
+            if self.confirms(sketch, self._sketches[i])
+        ]
+        return sorted(matches, key=Match.order)
 
-    def add(self, fingerprint: int, key: str) -> None:
-        fingerprint = check_fingerprint(fingerprint)
+    def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
+        fingerprint, sketch = check_fingerprint(fingerprint), check_sketch(sketch)
         self._keys.append(key)  # first: it validates the key
         self._fingerprints.append(fingerprint)
+        self._sketches.append(sketch)
 
     def remove(self, fingerprint: int, key: str | None = None) -> int:
         fingerprint = check_fingerprint(fingerprint)
@@ -73,6 +86,7 @@ class BruteForceIndex(SimhashIndex):
         if removed:
             self._fingerprints = GrowableArray(np.uint64, stored[keep])
             self._keys = self._keys.compress(keep)
+            self._sketches = [s for s, kept in zip(self._sketches, keep.tolist()) if kept]
         return removed
 
     def __len__(self) -> int:
@@ -80,3 +94,10 @@ class BruteForceIndex(SimhashIndex):
 
     def items(self) -> Iterator[tuple[int, str]]:
         return zip(self._fingerprints.values.tolist(), list(self._keys))
+
+    def entries(self) -> Iterator[tuple[int, str, bytes | None]]:
+        return zip(self._fingerprints.values.tolist(), list(self._keys), self._sketches)
+
+    @staticmethod
+    def _similarity(query: bytes | None, stored: bytes | None) -> float | None:
+        return None if query is None or stored is None else estimated_similarity(sketch_distance(query, stored))

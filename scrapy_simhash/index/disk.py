@@ -1,10 +1,11 @@
 """The on-disk index: persists across crawls, pause/resume (JOBDIR) and crashes.
 
-Every entry is appended to a log (see :mod:`._logfile` for the format) with an
-unbuffered ``os.write`` before ``add_if_new`` acknowledges it, so a crawl killed
-with ``kill -9`` at any moment loses nothing it reported as kept; ``durable=True``
-also ``fsync``\\ s each write, against power loss. On open the log is replayed with
-NumPy into a :class:`~.memory.MemoryIndex`, so queries run at in-memory speed.
+Every entry (fingerprint, key and minwise sketch) is appended to a log (see
+:mod:`._logfile` for the format) with an unbuffered ``os.write`` before ``add_if_new``
+acknowledges it, so a crawl killed with ``kill -9`` at any moment loses nothing it
+reported as kept; ``durable=True`` also ``fsync``\\ s each write, against power loss.
+On open the log is replayed with NumPy into a :class:`~.memory.MemoryIndex`, sketches
+included, so queries (and their sketch confirmation) run at in-memory speed.
 
 Several namespaces (spiders, domains) share one store directory; each
 :class:`DiskIndex` loads only its own. One process holds a store at a time.
@@ -17,12 +18,12 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-import numpy as np
-
 from ..core.fingerprint import check_fingerprint
+from ..core.sketch import check_sketch
 from . import _logfile as lf
 from ._diskstore import DiskStore
-from .base import DEFAULT_MAX_DISTANCE, Match, SimhashIndex
+from ._storage import SketchStore, fingerprint_array
+from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex
 from .memory import MemoryIndex
 
 _OPEN_STORES: dict[tuple[str, bool], DiskStore] = {}  # (real path, read-only) -> store
@@ -37,7 +38,8 @@ class DiskIndex(SimhashIndex):
     foreign, corrupt or other-version file. *reset* starts this namespace empty (and
     replaces a store that cannot be read). *read_only* opens an existing store to
     read, without its lock (a snapshot, even of a store a crawl is writing), and
-    refuses writes.
+    refuses writes. *max_distance* and *min_similarity* are not stored: each opening
+    chooses them.
     """
 
     backend_name = "disk"
@@ -53,8 +55,9 @@ class DiskIndex(SimhashIndex):
         reset: bool = False,
         durable: bool = False,
         read_only: bool = False,
+        min_similarity: float = DEFAULT_MIN_SIMILARITY,
     ) -> None:
-        super().__init__(max_distance)
+        super().__init__(max_distance, min_similarity=min_similarity)
         if read_only and reset:
             raise ValueError("a read-only index cannot be reset")
         self.path, self.namespace = os.fspath(path), namespace
@@ -63,35 +66,44 @@ class DiskIndex(SimhashIndex):
             self._namespace_id = self._store.namespace_id(namespace)
             if reset:
                 self._store.append(self._namespace_id, lf.OP_CLEAR, 0, "")
-            fingerprints, keys = self._store.load(self._namespace_id)
-            self._memory = MemoryIndex.from_arrays(fingerprints, keys, max_distance)
+            fingerprints, keys, sketches = self._store.load(self._namespace_id)
+            self._memory = MemoryIndex.from_arrays(
+                fingerprints, keys, max_distance, sketches=sketches, min_similarity=min_similarity
+            )
         except BaseException:
             _release(self._store)
             raise
 
-    def add_if_new(self, fingerprint: int, key: str, wildcard: int = 0) -> Match | None:
-        match = self._memory.nearest(fingerprint, wildcard)
+    def add_if_new(
+        self, fingerprint: int, key: str, wildcard: int = 0, sketch: bytes | None = None
+    ) -> Match | None:
+        match = self._memory.nearest(fingerprint, wildcard, sketch)
         if match is None:
-            self.add(fingerprint, key)  # on disk first, then in memory
+            self.add(fingerprint, key, sketch)  # on disk first, then in memory
         return match
 
-    def query(self, fingerprint: int, wildcard: int = 0) -> list[Match]:
-        return self._memory.query(fingerprint, wildcard)
+    def query(self, fingerprint: int, wildcard: int = 0, sketch: bytes | None = None) -> list[Match]:
+        return self._memory.query(fingerprint, wildcard, sketch)
 
     def query_many(self, fingerprints: Sequence[int]) -> list[list[Match]]:
         return self._memory.query_many(fingerprints)
 
-    def add(self, fingerprint: int, key: str) -> None:
-        fingerprint = check_fingerprint(fingerprint)
-        self._store.append(self._namespace_id, lf.OP_ADD, fingerprint, key)
-        self._memory.add(fingerprint, key)
+    def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
+        fingerprint, sketch = check_fingerprint(fingerprint), check_sketch(sketch)  # before writing
+        self._store.append(self._namespace_id, lf.OP_ADD, fingerprint, key, sketch)
+        self._memory.add(fingerprint, key, sketch)
 
     def add_many(self, items: Iterable[tuple[int, str]]) -> None:
-        pairs = list(items)
-        fingerprints = np.array([check_fingerprint(fp) for fp, _ in pairs], dtype=np.uint64)
-        keys = [key for _, key in pairs]
-        self._store.append_many(self._namespace_id, fingerprints, keys)
-        self._memory.add_many(zip(fingerprints.tolist(), keys))
+        self.add_entries((fingerprint, key, None) for fingerprint, key in items)
+
+    def add_entries(self, entries: Iterable[tuple[int, str, bytes | None]]) -> None:
+        rows = list(entries)
+        fingerprints = fingerprint_array([fingerprint for fingerprint, _, _ in rows])
+        keys = [key for _, key, _ in rows]
+        sketches = [sketch for _, _, sketch in rows]
+        # every column checked before anything is written: a bad entry stores nothing
+        self._store.append_many(self._namespace_id, fingerprints, keys, SketchStore.from_sketches(sketches).rows)
+        self._memory.add_entries(zip(fingerprints.tolist(), keys, sketches))
 
     def remove(self, fingerprint: int, key: str | None = None) -> int:
         fingerprint = check_fingerprint(fingerprint)
@@ -106,6 +118,9 @@ class DiskIndex(SimhashIndex):
 
     def items(self) -> Iterator[tuple[int, str]]:
         return self._memory.items()
+
+    def entries(self) -> Iterator[tuple[int, str, bytes | None]]:
+        return self._memory.entries()
 
     def describe(self) -> dict[str, Any]:
         return {

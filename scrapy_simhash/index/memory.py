@@ -4,6 +4,8 @@ Layout, with no Python object per fingerprint:
 
 * ``fingerprints``: one uint64 array; an entry's position in it is its *row id*;
 * keys: one UTF-8 buffer plus end offsets (:class:`~._storage.KeyStore`);
+* sketches: 32 bytes a row (:class:`~._storage.SketchStore`), read only for the rows
+  within ``max_distance`` of a query, to confirm them;
 * per table of the :class:`~._tables.TableDesign`: row ids sorted by bucket and
   a bucket directory (:class:`~._buckets.SortedBuckets`), 4 bytes a row per table;
 * a small write buffer of recent rows (:class:`~._buckets.WriteBuffer`), merged
@@ -26,11 +28,12 @@ import numpy as np
 import numpy.typing as npt
 
 from ..core.fingerprint import check_fingerprint
+from ..core.sketch import check_sketch, estimated_similarity
 from ._buckets import SortedBuckets, WriteBuffer, bucket_stats, probe_kernel
 from ._design_choice import choose_design, design_for_size
-from ._storage import GrowableArray, KeyStore, entry_columns, fingerprint_array
+from ._storage import GrowableArray, KeyStore, SketchStore, entry_columns, fingerprint_array
 from ._tables import TableDesign
-from .base import DEFAULT_MAX_DISTANCE, Match, SimhashIndex
+from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex
 
 _MIN_BUFFER = 4096
 _MAX_BUFFER = 1 << 17
@@ -56,8 +59,10 @@ class MemoryIndex(SimhashIndex):
         max_distance: int = DEFAULT_MAX_DISTANCE,
         expected_size: int = 1_000_000,
         design: TableDesign | None = None,
+        *,
+        min_similarity: float = DEFAULT_MIN_SIMILARITY,
     ) -> None:
-        super().__init__(max_distance)
+        super().__init__(max_distance, min_similarity=min_similarity)
         if design is not None and design.max_distance != max_distance:
             raise ValueError(
                 f"design is for distance {design.max_distance}, not max_distance={max_distance}"
@@ -66,6 +71,7 @@ class MemoryIndex(SimhashIndex):
         self.design = design or choose_design(max_distance, expected_size)
         self._fingerprints = GrowableArray(np.uint64)
         self._keys = KeyStore()
+        self._sketches = SketchStore()
         self._removed: set[int] = set()
         #: Rows kept in the write buffer before a merge (None: the default bound).
         self.buffer_limit: int | None = None
@@ -78,45 +84,59 @@ class MemoryIndex(SimhashIndex):
         keys: Sequence[str] | KeyStore,
         max_distance: int = DEFAULT_MAX_DISTANCE,
         design: TableDesign | None = None,
+        *,
+        sketches: SketchStore | None = None,
+        min_similarity: float = DEFAULT_MIN_SIMILARITY,
     ) -> MemoryIndex:
         """An index over these entries built in bulk (sorts, no per-entry Python)."""
         fps, store = entry_columns(fingerprints, keys)
-        index = cls(max_distance, expected_size=len(fps), design=design)
+        if sketches is not None and len(sketches) != len(fps):
+            raise ValueError(f"{len(fps)} fingerprints but {len(sketches)} sketches")
+        index = cls(max_distance, expected_size=len(fps), design=design, min_similarity=min_similarity)
         index._fingerprints = GrowableArray(np.uint64, fps)
         index._keys = store
+        index._sketches = sketches if sketches is not None else SketchStore.empty(len(fps))
         index._reset_tables()
         return index
 
     # -- the interface --------------------------------------------------------
 
-    def add_if_new(self, fingerprint: int, key: str, wildcard: int = 0) -> Match | None:
-        fingerprint, wildcard = check_fingerprint(fingerprint), check_fingerprint(wildcard)
-        found = self._probe(fingerprint, wildcard)
-        if found:
-            return self._matches(found)[0]
-        self._append(fingerprint, key, self.design.bucket_keys(fingerprint))
+    def add_if_new(
+        self, fingerprint: int, key: str, wildcard: int = 0, sketch: bytes | None = None
+    ) -> Match | None:
+        fingerprint, wildcard = check_fingerprint(fingerprint), self.check_wildcard(wildcard)
+        sketch = check_sketch(sketch)
+        matches = self._matches(self._probe(fingerprint, wildcard), sketch)
+        if matches:
+            return matches[0]
+        self._append(fingerprint, key, sketch, self.design.bucket_keys(fingerprint))
         return None
 
-    def query(self, fingerprint: int, wildcard: int = 0) -> list[Match]:
-        fingerprint, wildcard = check_fingerprint(fingerprint), check_fingerprint(wildcard)
-        return self._matches(self._probe(fingerprint, wildcard))
+    def query(self, fingerprint: int, wildcard: int = 0, sketch: bytes | None = None) -> list[Match]:
+        fingerprint, wildcard = check_fingerprint(fingerprint), self.check_wildcard(wildcard)
+        return self._matches(self._probe(fingerprint, wildcard), check_sketch(sketch))
 
-    def add(self, fingerprint: int, key: str) -> None:
-        fingerprint = check_fingerprint(fingerprint)
-        self._append(fingerprint, key, self.design.bucket_keys(fingerprint))
+    def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
+        fingerprint, sketch = check_fingerprint(fingerprint), check_sketch(sketch)
+        self._append(fingerprint, key, sketch, self.design.bucket_keys(fingerprint))
 
     def add_many(self, items: Iterable[tuple[int, str]]) -> None:
-        pairs = list(items)
-        if len(pairs) < _MIN_BUFFER:
-            for fingerprint, key in pairs:
-                self.add(fingerprint, key)
+        self.add_entries((fingerprint, key, None) for fingerprint, key in items)
+
+    def add_entries(self, entries: Iterable[tuple[int, str, bytes | None]]) -> None:
+        rows = list(entries)
+        if len(rows) < _MIN_BUFFER:
+            for fingerprint, key, sketch in rows:
+                self.add(fingerprint, key, sketch)
             return
-        fps = fingerprint_array([fingerprint for fingerprint, _ in pairs])
-        new_keys = KeyStore.from_keys(key for _, key in pairs)  # validates before storing
+        fps = fingerprint_array([fingerprint for fingerprint, _, _ in rows])
+        new_keys = KeyStore.from_keys(key for _, key, _ in rows)  # validates before storing
+        new_sketches = SketchStore.from_sketches(sketch for _, _, sketch in rows)
         self._merge_buffer()
         first_row = len(self._fingerprints)
         self._fingerprints.extend(fps)
         self._keys.extend_from(new_keys)
+        self._sketches.extend_from(new_sketches)
         self._merge_rows(first_row)
 
     def query_many(self, fingerprints: Sequence[int]) -> list[list[Match]]:
@@ -139,12 +159,16 @@ class MemoryIndex(SimhashIndex):
         return len(self._fingerprints) - len(self._removed)
 
     def items(self) -> Iterator[tuple[int, str]]:
+        for fingerprint, key, _ in self.entries():
+            yield fingerprint, key
+
+    def entries(self) -> Iterator[tuple[int, str, bytes | None]]:
         fps = self._fingerprints.values
         for start in range(0, len(fps), _ITEMS_CHUNK):  # chunks: no list of n ints at once
             chunk = fps[start : start + _ITEMS_CHUNK].tolist()
             for row, fingerprint in enumerate(chunk, start):
                 if row not in self._removed:
-                    yield fingerprint, self._keys[row]
+                    yield fingerprint, self._keys[row], self._sketches[row]
 
     def describe(self) -> dict[str, Any]:
         described = {
@@ -156,14 +180,14 @@ class MemoryIndex(SimhashIndex):
         }
         if len(self):  # per fingerprint means nothing for an empty index
             usage = self.memory_usage()
-            for part in ("index", "key"):
+            for part in ("index", "key", "sketch"):
                 described[f"{part}_bytes_per_fingerprint"] = round(usage[f"{part}_bytes"] / len(self), 1)
         return described
 
     def memory_usage(self) -> dict[str, int]:
-        """Allocated bytes of the index structure and of the keys (buffer excluded)."""
+        """Allocated bytes of the index structure, the keys and the sketches (buffer excluded)."""
         index_bytes = self._fingerprints.nbytes + self._sorted.nbytes
-        return {"index_bytes": index_bytes, "key_bytes": self._keys.nbytes}
+        return {"index_bytes": index_bytes, "key_bytes": self._keys.nbytes, "sketch_bytes": self._sketches.nbytes}
 
     def bucket_stats(self) -> dict[str, Any]:
         """Bucket sizes of the sorted part: largest, skew, candidates per probe."""
@@ -171,9 +195,10 @@ class MemoryIndex(SimhashIndex):
 
     # -- internals ------------------------------------------------------------
 
-    def _append(self, fingerprint: int, key: str, bucket_keys: Sequence[int]) -> None:
+    def _append(self, fingerprint: int, key: str, sketch: bytes | None, bucket_keys: Sequence[int]) -> None:
         row = len(self._fingerprints)
         self._keys.append(key)  # first: it validates the key
+        self._sketches.append(sketch)
         self._fingerprints.append(fingerprint)
         self._buffer.add(row, fingerprint, bucket_keys)
         if len(self._buffer) >= self._buffer_bound():
@@ -198,10 +223,22 @@ class MemoryIndex(SimhashIndex):
             del found[row]
         return found
 
-    def _matches(self, found: dict[int, int]) -> list[Match]:
+    def _matches(self, found: dict[int, int], sketch: bytes | None = None) -> list[Match]:
+        """The matches of *found* rows, those whose sketch does not confirm left out."""
+        if not found:
+            return []
         fps = self._fingerprints.values
-        matches = [Match(self._keys[r], int(fps[r]), d) for r, d in found.items()]
-        return sorted(matches, key=lambda m: (m.distance, m.key, m.fingerprint))
+        if sketch is None:
+            matches = [Match(self._keys[r], int(fps[r]), d) for r, d in found.items()]
+        else:
+            rows = np.fromiter(found, dtype=np.intp, count=len(found))
+            differing = self._sketches.distances(rows, sketch).tolist()
+            matches = [
+                Match(self._keys[r], int(fps[r]), found[r], None if s < 0 else estimated_similarity(s))
+                for r, s in zip(rows.tolist(), differing)
+                if s <= self.max_sketch_distance  # (-1: stored without a sketch)
+            ]
+        return sorted(matches, key=Match.order)
 
     def _query_chunk(self, queries: npt.NDArray[np.uint64]) -> list[list[Match]]:
         bucket_keys = self.design.bucket_keys_array(queries)
@@ -246,5 +283,6 @@ class MemoryIndex(SimhashIndex):
         keep[list(self._removed)] = False
         self._fingerprints = GrowableArray(np.uint64, self._fingerprints.values[keep])
         self._keys = self._keys.compress(keep)
+        self._sketches = self._sketches.compress(keep)
         self._removed = set()
         self._reset_tables()

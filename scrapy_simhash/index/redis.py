@@ -1,11 +1,12 @@
 """A SimHash index in Redis, shared by many crawler processes on many machines.
 
-Redis holds an append-only log of records (:mod:`._redis_lua`); every worker mirrors
-it in memory (:mod:`._redis_mirror`, ~33 bytes of RAM a record) and searches there.
-``add_if_new`` is one Lua script, one round trip, atomic on the server: it confirms
-the mirror's matches, scans the few records other workers appended since, and appends
-the record when nothing matched. Of two workers that meet near-duplicates at the same
-moment, exactly one keeps its page.
+Redis holds an append-only log of records, each with its sketch (:mod:`._redis_lua`);
+every worker mirrors the fingerprints in memory (:mod:`._redis_mirror`, ~33 bytes of RAM
+a record) and searches there. ``add_if_new`` is one Lua script, one round trip, atomic on
+the server (:mod:`._redis_lua_check`): it confirms the mirror's candidates (live, and
+their sketches close enough to the page's), scans the few records other workers appended
+since, and appends the record when nothing was confirmed. Of two workers that meet
+near-duplicates at the same moment, exactly one keeps its page.
 
 TTL (*ttl* seconds, fixed when a namespace is created): a record stops matching ``ttl``
 seconds after it was stored (Redis' clock, to the second), so a near-duplicate is admitted
@@ -19,37 +20,34 @@ namespace lost in a restart is created again, empty, and mirrored afresh.
 
 from __future__ import annotations
 
-import threading
 import time
+from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import quote
 
 import redis
 
 from ..core.fingerprint import check_fingerprint
-from ._redis_client import UnavailableAsIndexError, connect, safe_url
+from ..core.sketch import check_sketch
+from ._redis_client import connect, safe_url
 from ._redis_keys import encode_stored_key
-from ._redis_layout import Names, encoded_key, new_meta, pack, reply_text
-from ._redis_lua import ADD, CHECK, KEYS_OF, REMOVE, SYNC
+from ._redis_layout import Names, add_batches, encoded_key, new_meta, pack, pack_sketch, reply_text
+from ._redis_lua import ADD, CHECK, KEYS_OF, REMOVE
 from ._redis_mirror import LogMirror
 from ._redis_reader import LogReader
 from ._redis_scripts import LogScripts
-from .base import IndexUnavailableError, Match, SimhashIndex, SimhashIndexError
+from ._redis_session import LogSession, Retry
+from .base import DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, SimhashIndexError
 
 # Longest tail of unseen records the check script scans (~1 us each in Lua); a
-# worker further behind catches up first, in slices of _SYNC_RECORDS (2 MB).
+# worker further behind catches up first (:meth:`LogSession.catch_up`).
 _TAIL_BOUND = 2048
-_SYNC_RECORDS = 1 << 18
 _ADD_BATCH = 1000
 # With a TTL, expired records leave a worker's copy every ttl / 4 seconds, at most
 # once a minute (each time the copy is indexed afresh: ~0.2 s a million records).
 _FORGET_EVERY_TTL = 0.25
 _FORGET_AT_MOST_EVERY = 60.0
-# Attempts of a call interrupted by catching up or by a reset namespace.
-_ATTEMPTS = 10
-_T = TypeVar("_T")
 
 
 class RedisIndex(SimhashIndex):
@@ -72,8 +70,9 @@ class RedisIndex(SimhashIndex):
         ttl: float | None = None,
         create: bool = True,
         client: redis.Redis | None = None,
+        min_similarity: float = DEFAULT_MIN_SIMILARITY,
     ) -> None:
-        super().__init__(max_distance)
+        super().__init__(max_distance, min_similarity=min_similarity)
         if ttl is not None and ttl < 1:
             raise ValueError(f"ttl must be at least 1 second, not {ttl!r}")
         self.url, self.namespace, self.signature = url, namespace, signature
@@ -81,10 +80,9 @@ class RedisIndex(SimhashIndex):
         # quoted: no ':' inside, so no namespace's prefix is the start of another's
         self._names = Names(f"simhash:{quote(namespace, safe='/@')}:")
         self._scripts = LogScripts(self._client, self._names, new_meta(max_distance, signature, ttl), url)
-        self._mirror = LogMirror(max_distance, expected_size)
+        self._log = LogSession(self._scripts, LogMirror(max_distance, expected_size), url)
+        self._mirror, self._unavailable = self._log.mirror, self._log.unavailable
         self._reader = LogReader(self._client, self._names)
-        self._lock = threading.RLock()  # the glue calls from several threads; the mirror is not safe
-        self._unavailable = UnavailableAsIndexError(url)
         self._next_forget = time.monotonic() + _FORGET_AT_MOST_EVERY
         try:
             with self._unavailable:
@@ -92,7 +90,7 @@ class RedisIndex(SimhashIndex):
                     self._reader.delete_namespace()
                 elif not create and not self._reader.exists():
                     raise SimhashIndexError(f"no index in namespace {namespace!r} at {safe_url(url)}")
-            self._retrying(self._reload)
+            self._log.retrying(self._log.reload)
         except BaseException:
             self._client.close()  # refused or unreachable: no pooled socket left behind
             raise
@@ -104,40 +102,39 @@ class RedisIndex(SimhashIndex):
 
     # -- the SimhashIndex interface -------------------------------------------------
 
-    def add_if_new(self, fingerprint: int, key: str, wildcard: int = 0) -> Match | None:
+    def add_if_new(
+        self, fingerprint: int, key: str, wildcard: int = 0, sketch: bytes | None = None
+    ) -> Match | None:
         if time.monotonic() >= self._next_forget:
             self.forget_expired()  # first: if Redis fails here, nothing was stored
-        matches = self._check("check", fingerprint, key, wildcard)
+        matches = self._check("check", fingerprint, key, wildcard, sketch)
         return matches[0] if matches else None
 
-    def query(self, fingerprint: int, wildcard: int = 0) -> list[Match]:
-        return self._check("query", fingerprint, "", wildcard)
+    def query(self, fingerprint: int, wildcard: int = 0, sketch: bytes | None = None) -> list[Match]:
+        return self._check("query", fingerprint, "", wildcard, sketch)
 
-    def add(self, fingerprint: int, key: str) -> None:
-        self.add_many([(fingerprint, key)])
+    def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
+        self.add_entries([(fingerprint, key, sketch)])
 
     def add_many(self, items: Iterable[tuple[int, str]]) -> None:
-        batch: list[tuple[int, bytes]] = []
-        for fingerprint, key in items:
-            batch.append((check_fingerprint(fingerprint), encoded_key(key)))
-            if len(batch) == _ADD_BATCH:
-                self._add_batch(batch)
-                batch = []
-        if batch:
-            self._add_batch(batch)
+        self.add_entries((fingerprint, key, None) for fingerprint, key in items)
+
+    def add_entries(self, entries: Iterable[tuple[int, str, bytes | None]]) -> None:
+        for fingerprints, args in add_batches(entries, _ADD_BATCH):
+            self._add_batch(fingerprints, args)
 
     def query_many(self, fingerprints: Sequence[int]) -> list[list[Match]]:
         queries = [check_fingerprint(fingerprint) for fingerprint in fingerprints]
 
         def attempt() -> list[list[Match]]:
-            self._catch_up()
+            self._log.catch_up()
             found = [self._mirror.candidates(query, 0) for query in queries]
             seqs = sorted({seq for candidates in found for seq in candidates})
-            keys = dict(zip(seqs, self._log_call(KEYS_OF, seqs)[1:])) if seqs else {}
-            return [self._mirror.matches(query, [(s, keys[s]) for s in candidates if keys[s] is not None])
-                    for query, candidates in zip(queries, found)]
+            keys = dict(zip(seqs, self._log.call(KEYS_OF, seqs)[1:])) if seqs else {}
+            return [self._mirror.matches(query, [(s, keys[s], -1) for s in candidates if keys[s] is not None])
+                    for query, candidates in zip(queries, found)]  # -1: no sketch to compare
 
-        return self._retrying(attempt)
+        return self._log.retrying(attempt)
 
     def remove(self, fingerprint: int, key: str | None = None) -> int:
         fingerprint = check_fingerprint(fingerprint)
@@ -146,28 +143,32 @@ class RedisIndex(SimhashIndex):
         def attempt() -> int:
             mirror = self._mirror
             same = [seq for seq, distance in mirror.candidates(fingerprint, 0).items() if distance == 0]
-            reply = self._log_call(REMOVE, [*args, mirror.position, _TAIL_BOUND, *same])
+            reply = self._log.call(REMOVE, [*args, mirror.position, _TAIL_BOUND, *same])
             mirror.removed.update(int(seq) for seq in reply[1:])
             return len(reply) - 1
 
-        return self._retrying(attempt)
+        return self._log.retrying(attempt)
 
     def __len__(self) -> int:
         with self._unavailable:
             return self._reader.count(self.ttl is not None, self._scripts.chunk_records)
 
     def items(self) -> Iterator[tuple[int, str]]:
+        for fingerprint, key, _ in self.entries():
+            yield fingerprint, key
+
+    def entries(self) -> Iterator[tuple[int, str, bytes | None]]:
         with self._unavailable:
             yield from self._reader.entries(self._scripts.chunk_records, self.ttl is not None)
 
     def describe(self) -> dict[str, Any]:
         info = {**super().describe(), "url": safe_url(self.url), "namespace": self.namespace, "ttl": self.ttl,
                 "signature": self._scripts.signature}
-        return {**info, **self._retrying(partial(self._with_mirror, LogMirror.describe))}
+        return {**info, **self._log.retrying(partial(self._log.with_mirror, LogMirror.describe))}
 
     def bucket_stats(self) -> dict[str, Any]:
         """The bucket statistics of this worker's mirror (largest, skew, candidates per probe)."""
-        return self._retrying(partial(self._with_mirror, LogMirror.bucket_stats))
+        return self._log.retrying(partial(self._log.with_mirror, LogMirror.bucket_stats))
 
     def forget_expired(self) -> int:
         """Drop the records of expired chunks from this worker's copy (with a TTL); return
@@ -175,91 +176,41 @@ class RedisIndex(SimhashIndex):
         self._next_forget = time.monotonic() + max(_FORGET_EVERY_TTL * (self.ttl or 0), _FORGET_AT_MOST_EVERY)
         if self.ttl is None:
             return 0
-        return self._retrying(partial(self._mirror.forget_expired, self._sync))
+        return self._log.retrying(partial(self._mirror.forget_expired, self._log.sync))
 
     def close(self) -> None:
         self._client.close()
 
     # -- internals -------------------------------------------------------------------
 
-    def _check(self, mode: str, fingerprint: int, key: str, wildcard: int) -> list[Match]:
-        fingerprint, wildcard = check_fingerprint(fingerprint), check_fingerprint(wildcard)
+    def _check(self, mode: str, fingerprint: int, key: str, wildcard: int, sketch: bytes | None) -> list[Match]:
+        fingerprint, wildcard = check_fingerprint(fingerprint), self.check_wildcard(wildcard)
         args = [mode, pack(fingerprint), pack(~wildcard & 0xFFFF_FFFF_FFFF_FFFF), self.max_distance,
-                encoded_key(key)]
+                encoded_key(key), pack_sketch(check_sketch(sketch)), self.max_sketch_distance]
 
         def attempt() -> list[Match]:
-            with self._lock:  # the mirror under the lock; Redis waited for without, by any thread
+            with self._log.lock:  # the mirror under the lock; Redis waited for without, by any thread
                 mirror, generation = self._mirror, self._mirror.generation
                 position, tombstones = mirror.position, mirror.tombstones_seen
                 candidates = mirror.candidates(fingerprint, wildcard)
-            reply = self._log_call(CHECK, [*args, position, tombstones, _TAIL_BOUND, *candidates])
-            with self._lock:
+            reply = self._log.call(CHECK, [*args, position, tombstones, _TAIL_BOUND, *candidates])
+            with self._log.lock:
                 if mirror.generation != generation:  # mirrored afresh meanwhile: seqs are stale
                     if reply_text(reply[0]) == "stored":
                         return []
-                    raise _Retry
+                    raise Retry
                 return mirror.apply_check(position, tombstones, fingerprint, reply)
 
-        return self._retrying(attempt, locked=False)
+        return self._log.retrying(attempt, locked=False)
 
-    def _add_batch(self, batch: list[tuple[int, bytes]]) -> None:
-        args = [b"".join(pack(fingerprint) for fingerprint, _ in batch), *(key for _, key in batch)]
+    def _add_batch(self, fingerprints: list[int], args: list[bytes]) -> None:
+        """Run the add script on one batch (:func:`add_batches`) and mirror it."""
 
         def attempt() -> None:
-            first = int(self._log_call(ADD, args)[1])
+            first = int(self._log.call(ADD, args)[1])
             if first == self._mirror.position:  # nobody else wrote between: no read back
-                self._mirror.extend(first, [fingerprint for fingerprint, _ in batch])
+                self._mirror.extend(first, fingerprints)
             else:
-                self._catch_up()
+                self._log.catch_up()
 
-        self._retrying(attempt)
-
-    def _catch_up(self) -> None:
-        """Bring the mirror up to the end of the log (as it was when this started)."""
-        with self._lock:
-            self._mirror.catch_up(self._sync)
-
-    def _sync(self, position: int, tombstones: int, limit: int = _SYNC_RECORDS) -> list[Any]:
-        """The sync script's reply: records in the log, the first one returned (past the
-        expired chunks), up to *limit* fingerprints from there, the new tombstones."""
-        return self._log_call(SYNC, [position, tombstones, limit])[1:]
-
-    def _with_mirror(self, read: Callable[[LogMirror], _T]) -> _T:
-        self._catch_up()
-        return read(self._mirror)
-
-    def _log_call(self, source: str, args: list[Any]) -> list[Any]:
-        """Run a log script. When the namespace is not the mirrored one any more (reset,
-        lost in a restart), mirror it afresh; when the mirror is too far behind for the
-        script to scan the rest, catch up; then raise :class:`_Retry`."""
-        reply = self._scripts.call(source, args)
-        if reply is None:
-            self._reload()
-            raise _Retry
-        if reply_text(reply[0]) == "behind":
-            self._catch_up()
-            raise _Retry
-        return reply
-
-    def _retrying(self, attempt: Callable[[], _T], locked: bool = True) -> _T:
-        with self._unavailable:
-            for _ in range(_ATTEMPTS):
-                try:
-                    if not locked:
-                        return attempt()
-                    with self._lock:
-                        return attempt()
-                except _Retry:
-                    continue
-        raise IndexUnavailableError(f"Redis at {safe_url(self.url)}: the namespace kept changing, try again")
-
-    def _reload(self) -> None:
-        """Adopt the namespace's meta (creating it if missing) and mirror its log afresh."""
-        with self._lock:
-            self._scripts.adopt()
-            self._mirror.reset()
-            self._catch_up()
-
-
-class _Retry(Exception):
-    """The log moved under a call (a reset namespace, a long tail): run it again."""
+        self._log.retrying(attempt)

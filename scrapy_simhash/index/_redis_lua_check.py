@@ -1,0 +1,95 @@
+"""The check script of :mod:`scrapy_simhash.index.redis`: confirm, scan the tail, append.
+
+It runs after the prelude of :mod:`._redis_lua` (the layout, ``live``, ``key_of``,
+``append``, ...), atomically: of the mirror's candidates and the records the mirror has
+not seen that are within k of the query, a record is a match when it is live and its
+sketch is within the bound of the query's (or either has none). For ``add_if_new``
+(mode ``'check'``) the new record is appended when no match was confirmed, so of two
+workers racing with near-duplicates, exactly one keeps its page.
+
+Sketches are 32 raw bytes, compared as eight 32-bit words (the ``bit`` module works on
+32 bits; Lua numbers are doubles, no 64-bit integers): an XOR, and a popcount by bit
+arithmetic (SWAR), cheaper for the few candidates of a check than building the byte
+popcount table the scan of the tail uses for fingerprints.
+"""
+
+from __future__ import annotations
+
+# ARGV[5] 'check' (add_if_new) or 'query'; [6] the 8-byte fingerprint; [7] the 8 bytes of
+# NOT wildcard (the bits that count); [8] max distance; [9] the key; [10] the query's
+# 32-byte sketch (zeros: none); [11] the most bits two sketches may differ in; [12] the
+# mirror's position (records it holds); [13] tombstones it holds; [14] the longest tail
+# scanned here (longer: 'behind', the client catches up first); [15...] the mirror's
+# candidates. Reply: {'stored' | 'found' | 'behind' | 'reload', records, tail
+# fingerprints, new tombstones, seq, key, sketch distance (-1: not compared), seq, ...}
+# (the confirmed matches).
+_CHECK = """
+local MODE, FP, MASK, K, KEY = ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9]
+local SKETCH, MAX_SKETCH = ARGV[10], tonumber(ARGV[11])
+local P, T, BOUND = tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14])
+if P > N then return {'reload'} end
+if N - P > BOUND then return {'behind'} end
+local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
+
+local function popcount32(x)  -- bits set in a 32-bit word: no table to build (~2 us a sketch)
+  x = x - band(rshift(x, 1), 0x55555555)
+  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
+  x = band(x + rshift(x, 4), 0x0F0F0F0F)
+  x = x + rshift(x, 8)
+  return band(x + rshift(x, 16), 0x3F)
+end
+
+local WORDS = SKETCH_SIZE / 4
+local AS_WORDS = '>' .. string.rep('I4', WORDS)
+local HAS_SKETCH, QUERY = SKETCH ~= NO_SKETCH, nil  -- QUERY: its words, read on first use
+-- bits in which record seq's sketch differs from the query's; -1 when either has none
+-- (or the chunk's sketches are gone: then the fingerprint alone decides, as without)
+local function sketch_distance(seq)
+  if not HAS_SKETCH then return -1 end
+  local chunk = floor(seq / CHUNK)
+  local at = (seq - chunk * CHUNK) * SKETCH_SIZE
+  local stored = redis.call('GETRANGE', name('s', chunk), at, at + SKETCH_SIZE - 1)
+  if #stored < SKETCH_SIZE or stored == NO_SKETCH then return -1 end
+  QUERY = QUERY or {struct.unpack(AS_WORDS, SKETCH)}
+  local words, d = {struct.unpack(AS_WORDS, stored)}, 0
+  for i = 1, WORDS do d = d + popcount32(bxor(words[i], QUERY[i])) end
+  return d
+end
+
+local found = {}
+local function confirm(seq)  -- a record within k: a match if live, sketch close, key there
+  if not live(seq) then return end
+  local d = sketch_distance(seq)
+  if d > MAX_SKETCH then return end
+  local key = key_of(seq)
+  if key then found[#found + 1] = seq; found[#found + 1] = key; found[#found + 1] = d end
+end
+
+for n = 15, #ARGV do confirm(tonumber(ARGV[n])) end
+local tail = fingerprints(P, N)
+if #tail > 0 then  -- the records the mirror has not seen
+  local pop = {[0] = POPCOUNTS}  -- bits set in each byte value
+  local q1, q2, q3, q4, q5, q6, q7, q8 = byte(FP, 1, 8)
+  local m1, m2, m3, m4, m5, m6, m7, m8 = byte(MASK, 1, 8)
+  for pos = 1, #tail, 8 do
+    local a1, a2, a3, a4, a5, a6, a7, a8 = byte(tail, pos, pos + 7)
+    local d = pop[band(bxor(a1, q1), m1)] + pop[band(bxor(a2, q2), m2)]
+      + pop[band(bxor(a3, q3), m3)] + pop[band(bxor(a4, q4), m4)]
+      + pop[band(bxor(a5, q5), m5)] + pop[band(bxor(a6, q6), m6)]
+      + pop[band(bxor(a7, q7), m7)] + pop[band(bxor(a8, q8), m8)]
+    if d <= K then confirm(P + (pos - 1) / 8) end
+  end
+end
+local reply = {'found', N, tail, tombstones_since(T)}
+if MODE == 'check' and #found == 0 then
+  append(FP, KEY, SKETCH)
+  redis.call('SET', COUNTER, N)
+  reply[1], reply[2] = 'stored', N
+end
+for _, value in ipairs(found) do reply[#reply + 1] = value end
+return reply
+"""
+
+_POPCOUNTS = ", ".join(str(i.bit_count()) for i in range(256))
+#: The check script without the prelude (:data:`._redis_lua.CHECK` is both).
+CHECK_BODY = _CHECK.replace("POPCOUNTS", _POPCOUNTS)

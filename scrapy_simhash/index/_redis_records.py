@@ -1,0 +1,94 @@
+"""The in-memory index of a worker's mirror (:mod:`._redis_mirror`): fingerprints only.
+
+A :class:`~.memory.MemoryIndex` whose rows are log records: every key empty and no
+sketch kept (Redis holds the keys and the sketches, and the check script confirms), so
+a record costs the worker only its fingerprint and its rows in the tables.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from ._storage import KeyStore, SketchStore
+from .memory import MemoryIndex
+
+
+class NoSketches(SketchStore):
+    """A sketch column that keeps none: only how many rows it stands for."""
+
+    def __init__(self, rows: int = 0) -> None:
+        super().__init__()  # an empty array, never grown
+        self._rows = rows
+
+    @property
+    def nbytes(self) -> int:
+        return 0
+
+    @classmethod
+    def empty(cls, rows: int) -> NoSketches:
+        return cls(rows)
+
+    def __len__(self) -> int:
+        return self._rows
+
+    def append(self, sketch: bytes | None) -> None:
+        self._rows += 1
+
+    def extend_from(self, other: SketchStore) -> None:
+        self._rows += len(other)
+
+    def __getitem__(self, row: int) -> bytes | None:
+        return None
+
+    def distances(self, rows: npt.NDArray[np.intp], sketch: bytes) -> npt.NDArray[np.int64]:
+        return np.full(len(rows), -1, dtype=np.int64)  # as rows stored without a sketch
+
+    def compress(self, keep: npt.NDArray[np.bool_]) -> NoSketches:
+        return NoSketches(int(np.count_nonzero(keep)))
+
+
+class RecordIndex(MemoryIndex):
+    """A :class:`MemoryIndex` whose rows are log records, every key empty, no sketches."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._sketches = NoSketches()
+
+    @classmethod
+    def build(cls, fingerprints: npt.NDArray[np.uint64], max_distance: int) -> RecordIndex:
+        """An index of these records built in bulk (one sort)."""
+        count = len(fingerprints)
+        built = cls.from_arrays(fingerprints, _empty_keys(count), max_distance, sketches=NoSketches(count))
+        return cast(RecordIndex, built)  # from_arrays builds a cls
+
+    def rows_within(self, fingerprint: int, wildcard: int) -> dict[int, int]:
+        """``{row: full distance}`` of the rows within ``max_distance`` off *wildcard*."""
+        return self._probe(fingerprint, wildcard)
+
+    def fingerprint_at(self, row: int) -> int:
+        return int(self._fingerprints.values[row])
+
+    def fingerprints_from(self, row: int) -> npt.NDArray[np.uint64]:
+        """The fingerprints of rows ``row ...`` (a copy)."""
+        return self._fingerprints.values[row:].copy()
+
+    def add_record(self, fingerprint: int) -> None:
+        """Append a record: :meth:`add` without checking the fingerprint (the log's are valid)."""
+        self._append(fingerprint, "", None, self.design.bucket_keys(fingerprint))
+
+    def add_records(self, fingerprints: npt.NDArray[np.uint64]) -> None:
+        """Append many records at once (a catch-up): one merge, nothing done per record
+        in Python (as :meth:`add_entries` would: check, encode, sketch each)."""
+        self._merge_buffer()
+        first_row = len(self._fingerprints)
+        self._fingerprints.extend(fingerprints)
+        self._keys.extend_from(_empty_keys(len(fingerprints)))
+        self._sketches.extend_from(NoSketches(len(fingerprints)))
+        self._merge_rows(first_row)
+
+
+def _empty_keys(count: int) -> KeyStore:
+    return KeyStore.from_buffer(b"", np.zeros(count, dtype=np.uint64))
