@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .exceptions import NearDuplicateItem, NearDuplicatePage
     from .middlewares import SimhashMiddleware
     from .pipelines import SimhashPipeline
+    from .spidermiddlewares import SimhashSpiderMiddleware
 
 __version__ = "0.1.0"
 
@@ -40,6 +41,7 @@ _SCRAPY_NAMES = {
     "SimhashMiddleware": ".middlewares",
     "SimhashPipeline": ".pipelines",
     "SimhashSettings": ".config",
+    "SimhashSpiderMiddleware": ".spidermiddlewares",
 }
 
 
@@ -65,6 +67,7 @@ __all__ = [
     "SimhashMiddleware",
     "SimhashPipeline",
     "SimhashSettings",
+    "SimhashSpiderMiddleware",
     "from_hex",
     "hamming_distance",
     "open_index",

@@ -9,13 +9,16 @@ near-duplicate at DEBUG.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Callable
 
 from scrapy import signals
 from scrapy.utils.asyncio import run_in_thread
+from scrapy.utils.job import job_dir
 
+from ._checked import CheckedKeys
 from .core.fingerprinter import Fingerprinter, FingerprintResult, python_stages
 from .index import IndexUnavailableError, Match, SimhashIndex, is_shared_spec, open_index
 
@@ -57,6 +60,7 @@ class NearDuplicateChecker:
         self._in_thread = is_shared_spec(config.index)
         self._opening = threading.Lock()
         self._base_namespace = base_namespace(config, crawler.spidercls.name)
+        self._checked = _checked_keys(crawler, kind)
         self._log_next_match = True
         self._index_errors = 0  # in a row: the first is warned of, the count logged when it is back
         self._log_next_error = True
@@ -82,6 +86,7 @@ class NearDuplicateChecker:
         indexes, self._indexes = list(self._indexes.values()), {}
         # ExitStack: every index is closed even if a flush (or Redis, gone) fails.
         with ExitStack() as closing:
+            closing.callback(self._checked.close)
             for index in indexes:
                 closing.callback(index.close)
             try:
@@ -100,10 +105,17 @@ class NearDuplicateChecker:
         (:attr:`FingerprintResult.wildcard`); *sketch*: the page's minwise sketch, which
         must confirm a match (:attr:`FingerprintResult.sketch`).
 
+        A match under *key* itself (:func:`is_unchanged`) is the page's own record: from
+        this crawl (a retry, a resumed ``JOBDIR`` crawl), it is ``None``, counted
+        ``seen_again``; from an earlier crawl or another crawler, it is counted
+        ``unchanged`` and returned, unless ``SIMHASH_KEEP_UNCHANGED``.
+
         An unreachable index counts ``index_error`` and keeps the page, or re-raises
         :class:`IndexUnavailableError` when ``SIMHASH_ON_INDEX_ERROR = "fail"``.
         """
         self.count("checked")
+        # Before the index records it: a crawl killed in between knows the key on resume.
+        checked_before = self._checked.check_in(key)
         try:
             if self._in_thread:
                 match = await run_in_thread(self._add_if_new, fingerprint, key, host, wildcard, sketch)
@@ -114,13 +126,21 @@ class NearDuplicateChecker:
             return None
         if self._index_errors:
             self._index_back()
-        if match is not None and match.key == key:
-            # The page itself, stored by an earlier run (a request re-downloaded after a
-            # crash or a resume): keep it, or its callback would never run.
-            self.count("seen_again")
-            return None
+        if is_unchanged(match, key):
+            assert match is not None
+            return self._own_record(match, key, checked_before)
         self._count_result(key, match)
         return match
+
+    def _own_record(self, match: Match, key: str, checked_before: bool) -> Match | None:
+        """The verdict on a page whose own record is its match: unchanged since an earlier
+        crawl (or fetched by another crawler), unless this crawl recorded it."""
+        if checked_before and not self._checked.was_unchanged(key):
+            self.count("seen_again")
+            return None
+        self.count("unchanged")
+        self._checked.found_unchanged(key)
+        return None if self.config.keep_unchanged else match
 
     def fingerprint_html(self, html: str | bytes, url: str | None) -> FingerprintResult | None:
         """The page's fingerprint, or ``None`` (counted as ``skipped/<reason>``)."""
@@ -245,6 +265,17 @@ class NearDuplicateChecker:
 
     def _stats_set(self, name: str, value: int) -> None:
         self._crawler.stats.set_value(f"{self._prefix}/{name}", value)
+
+
+def is_unchanged(match: Match | None, key: str) -> bool:
+    """Whether *match* is the checked page's own record (stored under its *key*)."""
+    return match is not None and match.key == key
+
+
+def _checked_keys(crawler: Crawler, kind: str) -> CheckedKeys:
+    """The keys this crawl checked, kept in ``JOBDIR`` (if set) for a resumed crawl."""
+    directory = job_dir(crawler.settings)
+    return CheckedKeys(os.path.join(directory, f"simhash-checked-{kind}s.bin") if directory else None)
 
 
 def _warn_of_python_stages(logger: logging.Logger) -> None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from .config import SimhashSettings
 from .middlewares import SimhashMiddleware
 from .pipelines import SimhashPipeline
+from .spidermiddlewares import SimhashSpiderMiddleware
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -15,13 +16,16 @@ if TYPE_CHECKING:
 #: RedirectMiddleware (600): responses come up from 900 to 0, so at 540 the
 #: middleware sees final, decompressed pages, and retries are not fingerprinted.
 MIDDLEWARE_PRIORITY = 540
+#: Near the spider: the items of unchanged pages are dropped before other middlewares see them.
+SPIDER_MIDDLEWARE_PRIORITY = 950
 #: Early, so near-duplicate items are dropped before costly pipelines (images, exports).
 PIPELINE_PRIORITY = 100
 
 
 class Addon:
-    """Enable :class:`SimhashMiddleware`, and :class:`SimhashPipeline` when items
-    need it (``SIMHASH_ITEM_FIELDS`` is set or ``SIMHASH_ACTION = "mark"``).
+    """Enable :class:`SimhashMiddleware` and :class:`SimhashSpiderMiddleware` (which drops
+    the items of unchanged pages), and :class:`SimhashPipeline` when items need it
+    (``SIMHASH_ITEM_FIELDS`` is set or ``SIMHASH_ACTION = "mark"``).
 
     Components a project already lists keep the project's priority. The settings
     are validated here, so a bad ``SIMHASH_*`` value stops the crawl before it starts.
@@ -31,6 +35,9 @@ class Addon:
         config = SimhashSettings.from_settings(settings)
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", SimhashMiddleware, MIDDLEWARE_PRIORITY
+        )
+        settings.setdefault_in_component_priority_dict(
+            "SPIDER_MIDDLEWARES", SimhashSpiderMiddleware, SPIDER_MIDDLEWARE_PRIORITY
         )
         if config.item_fields or config.action == "mark":
             settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", SimhashPipeline, PIPELINE_PRIORITY)

@@ -49,6 +49,9 @@ class SimhashSettings:
     namespace: str = "scrapybot"
     scope: Scope = "crawl"
     action: Action = "drop"
+    #: Hand on a page whose own record an earlier crawl (or another crawler) stored,
+    #: for those who re-scrape; by default its items are dropped, its links followed.
+    keep_unchanged: bool = False
     item_fields: tuple[str, ...] = ()
     http_statuses: frozenset[int] = frozenset({200})
     debug: bool = False
@@ -69,6 +72,7 @@ class SimhashSettings:
             namespace=_namespace(settings),
             scope=_choice(settings, "SIMHASH_SCOPE", _SCOPES),
             action=_choice(settings, "SIMHASH_ACTION", _ACTIONS),
+            keep_unchanged=_read(settings, "SIMHASH_KEEP_UNCHANGED", settings.getbool, False),
             item_fields=_item_fields(settings),
             http_statuses=_http_statuses(settings),
             debug=_read(settings, "SIMHASH_DEBUG", settings.getbool, False),

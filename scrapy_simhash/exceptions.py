@@ -39,7 +39,9 @@ class NearDuplicatePage(IgnoreRequest):
 
 
 class NearDuplicateItem(DropItem):
-    """An item whose text fields are within the distance bound of an earlier item.
+    """An item whose text fields are within the distance bound of an earlier item, or
+    an unchanged item (:attr:`unchanged`): its own record, under its key, from an earlier
+    crawl or another crawler.
 
     It is logged at DEBUG (``log_level``): an expected drop, not a warning.
     """
@@ -47,10 +49,12 @@ class NearDuplicateItem(DropItem):
     def __init__(
         self, key: str, fingerprint: int, duplicate_of: str, distance: int, similarity: float | None = None
     ) -> None:
+        what = "Unchanged item" if duplicate_of == key else "Near-duplicate item"
         super().__init__(
-            _described(f"Near-duplicate item {key}", fingerprint, duplicate_of, distance, similarity),
-            log_level="DEBUG",
+            _described(f"{what} {key}", fingerprint, duplicate_of, distance, similarity), log_level="DEBUG"
         )
+        #: Its own record (same key) from an earlier crawl or another crawler.
+        self.unchanged = duplicate_of == key
         self.key = key
         self.fingerprint = fingerprint
         self.duplicate_of = duplicate_of

@@ -10,7 +10,7 @@ from scrapy.http import HtmlResponse
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.httpobj import urlparse_cached
 
-from ._glue import NearDuplicateChecker
+from ._glue import NearDuplicateChecker, is_unchanged
 from .config import SimhashSettings
 from .core.fingerprint import to_hex
 from .exceptions import NearDuplicatePage
@@ -43,8 +43,16 @@ class SimhashMiddleware:
     (robots.txt, Scrapy's own ``NO_CALLBACK`` downloads, images, JSON, errors) pass untouched and count as
     ``simhash/skipped/<reason>``. The result goes to ``request.meta["simhash"]``::
 
-        {"fingerprint": "3f0c...", "wildcard": "...", "sketch": "...",
+        {"unchanged": False, "fingerprint": "3f0c...", "wildcard": "...", "sketch": "...",
          "duplicate_of": "http://.../a.html" or None, "distance": 2 or None, "similarity": 0.93 or None}
+
+    A page whose own record an earlier crawl (or another crawler sharing the index)
+    stored is *unchanged*: ``"unchanged": True``, ``"duplicate_of"`` its own URL. It
+    reaches the callback, so that its links are followed (a new page of the site is
+    found through unchanged ones), and :class:`SimhashSpiderMiddleware` drops the items
+    the callback yields from it (``SIMHASH_KEEP_UNCHANGED = True`` keeps them). A page
+    re-fetched within one crawl (a retry, a resumed ``JOBDIR`` crawl) is not unchanged:
+    it goes on as the first time.
 
     With ``SIMHASH_ACTION = "drop"`` (the default) a near-duplicate raises
     :exc:`~scrapy_simhash.NearDuplicatePage`, an :exc:`~scrapy.exceptions.IgnoreRequest`:
@@ -81,8 +89,9 @@ class SimhashMiddleware:
         if page is None or page.fingerprint is None:
             return response
         match = await self._check(page, response)
-        request.meta[META_KEY] = page_meta(page, match)
-        if match is not None and self.config.action == "drop":
+        unchanged = is_unchanged(match, response.url)
+        request.meta[META_KEY] = page_meta(page, match, unchanged=unchanged)
+        if match is not None and not unchanged and self.config.action == "drop":
             raise NearDuplicatePage(response.url, page.fingerprint, match.key, match.distance, match.similarity)
         return response
 
@@ -117,10 +126,12 @@ class SimhashMiddleware:
             raise IgnoreRequest(f"Simhash index unavailable (SIMHASH_ON_INDEX_ERROR='fail'): {exc}") from exc
 
 
-def page_meta(page: FingerprintResult, match: Match | None) -> dict[str, Any]:
-    """The ``meta["simhash"]`` value: the fingerprint and what it duplicates, if anything."""
+def page_meta(page: FingerprintResult, match: Match | None, *, unchanged: bool = False) -> dict[str, Any]:
+    """The ``meta["simhash"]`` value: the fingerprint and what it duplicates, if anything
+    (itself, when *unchanged*: its own record from an earlier crawl)."""
     assert page.fingerprint is not None
     return {
+        "unchanged": unchanged,
         "fingerprint": to_hex(page.fingerprint),
         "wildcard": to_hex(page.wildcard),
         "sketch": page.sketch.hex() if page.sketch else None,

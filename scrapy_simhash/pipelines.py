@@ -72,7 +72,7 @@ class SimhashPipeline:
         key = self._key(adapter)
         page = carried_page(adapter.get(META_KEY))
         if page is not None and page.duplicate_of is not None:
-            self._checker.count("dropped")
+            self._checker.count("unchanged" if page.duplicate_of == key else "dropped")
             raise NearDuplicateItem(key, page.fingerprint, page.duplicate_of, page.distance or 0, page.similarity)
         found: CarriedPage | FingerprintResult | None = page or self._fingerprint(adapter, key)
         if found is None or found.fingerprint is None:

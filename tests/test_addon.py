@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from scrapy.utils.test import get_crawler
 
-from scrapy_simhash import Addon, SimhashMiddleware, SimhashPipeline
-from scrapy_simhash.addon import MIDDLEWARE_PRIORITY, PIPELINE_PRIORITY
+from scrapy_simhash import Addon, SimhashMiddleware, SimhashPipeline, SimhashSpiderMiddleware
+from scrapy_simhash.addon import MIDDLEWARE_PRIORITY, PIPELINE_PRIORITY, SPIDER_MIDDLEWARE_PRIORITY
 
 
 def crawler_settings(**settings: Any) -> Any:
@@ -20,6 +20,10 @@ def test_enables_the_middleware_after_retry_redirect_and_decompression() -> None
     assert settings.getdict("DOWNLOADER_MIDDLEWARES")[SimhashMiddleware] == MIDDLEWARE_PRIORITY
     assert 0 < MIDDLEWARE_PRIORITY < 550  # RetryMiddleware; responses travel from 900 down to 0
     assert SimhashPipeline not in settings.getdict("ITEM_PIPELINES")
+
+
+def test_enables_the_spider_middleware_that_drops_the_items_of_unchanged_pages() -> None:
+    assert crawler_settings().getdict("SPIDER_MIDDLEWARES")[SimhashSpiderMiddleware] == SPIDER_MIDDLEWARE_PRIORITY
 
 
 @pytest.mark.parametrize("settings", [{"SIMHASH_ITEM_FIELDS": ["body"]}, {"SIMHASH_ACTION": "mark"}])

@@ -10,6 +10,7 @@ import pytest
 
 from scrapy_simhash.cli import main
 from scrapy_simhash.core.fingerprint import from_hex, hamming_distance
+from scrapy_simhash.index import open_index
 
 ARTICLE = " ".join(
     f"Sentence number {i} explains how the crawler schedules request {i * 7} "
@@ -98,8 +99,30 @@ def test_dedup_streams_one_line_per_record_in_order(
     assert results[0]["duplicate_of"] is None
     assert results[1]["duplicate_of"] == "original" and 0 <= results[1]["distance"] <= 3
     assert results[2]["duplicate_of"] is None
-    assert results[3] == {"id": "short", "fingerprint": None, "duplicate_of": None,
-                          "distance": None, "similarity": None, "skip_reason": "too_short"}
+    assert results[3] == {"id": "short", "fingerprint": None, "duplicate_of": None, "distance": None,
+                          "similarity": None, "unchanged": False, "skip_reason": "too_short"}
+
+
+def test_dedup_run_again_into_its_index_finds_every_kept_page_unchanged(
+    pages: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "pages.jsonl.gz"
+    write_jsonl(source, [json.dumps({"id": name, "html": path.read_text()}) for name, path in pages.items()])
+    store = str(tmp_path / "store")
+    runs = []
+    for _ in range(2):
+        status, out, err = run_cli(capsys, "dedup", str(source), "--index", store)
+        assert status == 0, err
+        runs.append([json.loads(line) for line in out.splitlines()])
+    first, again = runs
+    kept = [r["id"] for r in first if r["fingerprint"] and r["duplicate_of"] is None]
+    assert kept == ["original", "other"]
+    assert [r["id"] for r in again if r["unchanged"]] == kept
+    # what was a near-duplicate stays one, of the same page
+    assert [(r["id"], r["duplicate_of"]) for r in again if r["duplicate_of"]] == [("copy", "original")]
+    assert "0 near-duplicates, 0 unchanged" not in err and "1 near-duplicates, 2 unchanged" in err
+    with open_index(store) as index:
+        assert len(index) == 2
 
 
 def test_fingerprint_jsonl_text_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -188,3 +188,20 @@ def test_import_skipping_near_duplicates_confirms_with_the_sketches(tmp_path: Pa
     assert "in.jsonl:5" in err and "in.jsonl:6" in err and "skipped 2 near-duplicates" in err
     with open_index(tmp_path / "store") as index:
         assert sorted(index.entries()) == [(0xF0, "a", sketch), (0xF1, "other page", far)]
+
+
+def test_importing_an_export_twice_adds_nothing_the_second_time(disk_store: Path, tmp_path: Path, capsys) -> None:
+    export = tmp_path / "export.jsonl"
+    assert main(["export", str(disk_store), str(export), "--namespace", "books"]) == 0
+    lines = export.read_text().splitlines()
+    lines.append(lines[-1])  # one entry twice in the file, too
+    export.write_text("\n".join(lines) + "\n")
+    copy = str(tmp_path / "copy")
+    capsys.readouterr()
+    assert main(["import", str(export), copy]) == 0
+    assert "1 already present" in capsys.readouterr().err
+    assert main(["import", str(export), copy]) == 0
+    entries = sum('"fingerprint"' in line for line in lines)
+    assert f"imported 0 entries, {entries} already present" in capsys.readouterr().err
+    with open_index(disk_store, namespace="books") as source, open_index(copy) as index:
+        assert sorted(index.items()) == sorted(source.items())

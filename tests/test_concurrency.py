@@ -116,11 +116,14 @@ def _output_of(worker: subprocess.Popen[str]) -> str:
 
 CRAWLERS = 4
 _KEPT_STAT = re.compile(r"'simhash/kept': (\d+)")
+_ITEMS_STAT = re.compile(r"'item_scraped_count': (\d+)")
 
 
 def test_crawlers_sharing_redis_keep_each_page_once(redis_url: str, demo_url: str) -> None:
     """4 real ``scrapy crawl`` processes on the same site at once, one Redis index."""
-    alone = crawl(RecordingSpider, start_url=demo_url).stats.get_value("simhash/kept")
+    alone_crawl = crawl(RecordingSpider, start_url=demo_url)
+    alone = alone_crawl.stats.get_value("simhash/kept")
+    unchecked = sum(item["simhash"] is None for item in alone_crawl.spider.items)  # short pages: not fingerprinted
     command = [sys.executable, "-m", "scrapy", "crawl", "demo", "-a", f"start_url={demo_url}",
                "-s", f"SIMHASH_INDEX={redis_url}", "-s", "LOG_LEVEL=INFO"]
     crawlers = [subprocess.Popen(command, cwd=EXAMPLE_PROJECT, stderr=subprocess.PIPE, text=True)
@@ -137,3 +140,6 @@ def test_crawlers_sharing_redis_keep_each_page_once(redis_url: str, demo_url: st
             itself = Match(key, fingerprint, 0, None if sketch is None else 1.0)
             assert index.query(fingerprint, sketch=sketch) == [itself]
     assert sum(kept_per_crawl) == len(stored) == alone
+    # each page reaches the items once in total: another crawler's pages are unchanged
+    items = sum(int(found.group(1)) for log in logs if (found := _ITEMS_STAT.search(log)))
+    assert items == alone + CRAWLERS * unchecked

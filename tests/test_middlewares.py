@@ -17,7 +17,14 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
-from scrapy_simhash import IndexUnavailableError, MemoryIndex, NearDuplicatePage, SimhashMiddleware, from_hex
+from scrapy_simhash import (
+    IndexUnavailableError,
+    MemoryIndex,
+    NearDuplicatePage,
+    SimhashMiddleware,
+    from_hex,
+    open_index,
+)
 
 ARTICLE = (DEMO_SITE / "articles" / "coffee-roasting.html").read_bytes()
 OTHER_ARTICLE = (DEMO_SITE / "articles" / "compost.html").read_bytes()
@@ -298,8 +305,8 @@ def test_meta_carries_the_wildcard_and_the_index_honours_it() -> None:
     assert [m.distance for m in index.query(variant, wildcard)] == [6]
 
 
-def test_a_page_is_never_a_duplicate_of_itself(tmp_path: Path) -> None:
-    """A page stored by an earlier run and downloaded again (a resume) reaches its callback."""
+def test_a_page_stored_by_an_earlier_crawl_is_unchanged_and_reaches_its_callback(tmp_path: Path) -> None:
+    """Unchanged: not a near-duplicate (it goes on, for its links), flagged for its items."""
     store = str(tmp_path / "simhash.index")
     first_run = middleware(SIMHASH_INDEX=store)
     process(first_run, html_response("http://a.example/coffee"))
@@ -307,8 +314,44 @@ def test_a_page_is_never_a_duplicate_of_itself(tmp_path: Path) -> None:
     second_run = middleware(SIMHASH_INDEX=store)
     again = html_response("http://a.example/coffee")
     assert process(second_run, again) is again
-    assert again.request.meta["simhash"]["duplicate_of"] is None
+    meta = again.request.meta["simhash"]
+    assert meta["unchanged"] is True and meta["duplicate_of"] == "http://a.example/coffee" and meta["distance"] == 0
     with pytest.raises(NearDuplicatePage):
         process(second_run, html_response("http://b.example/coffee-copy"))
-    assert stats(second_run)["simhash/seen_again"] == 1
+    assert stats(second_run)["simhash/unchanged"] == 1
     assert stats(second_run)["simhash/dropped"] == 1
+    assert "simhash/seen_again" not in stats(second_run)
+    second_run._checker.spider_closed()
+    with open_index(store) as index:
+        assert len(index) == 1  # nothing added
+
+
+def test_keep_unchanged_hands_a_refetched_page_on_as_new(tmp_path: Path) -> None:
+    store = str(tmp_path / "simhash.index")
+    first_run = middleware(SIMHASH_INDEX=store)
+    process(first_run, html_response("http://a.example/coffee"))
+    first_run._checker.spider_closed()
+    second_run = middleware(SIMHASH_INDEX=store, SIMHASH_KEEP_UNCHANGED=True)
+    again = html_response("http://a.example/coffee")
+    assert process(second_run, again) is again
+    assert again.request.meta["simhash"]["unchanged"] is False
+    assert again.request.meta["simhash"]["duplicate_of"] is None
+    assert stats(second_run)["simhash/unchanged"] == 1
+
+
+def test_a_page_refetched_within_one_crawl_is_seen_again_not_unchanged(tmp_path: Path) -> None:
+    """A retry, or a JOBDIR crawl resumed after a kill: the checked keys live in JOBDIR."""
+    jobdir = str(tmp_path / "job")
+    first_run = middleware(JOBDIR=jobdir)
+    process(first_run, html_response("http://a.example/coffee"))
+    again = html_response("http://a.example/coffee")
+    assert process(first_run, again) is again and again.request.meta["simhash"]["unchanged"] is False
+    assert stats(first_run)["simhash/seen_again"] == 1
+    first_run._checker._indexes[""].flush()  # killed: the index had written its record, nothing was closed
+    resumed = middleware(JOBDIR=jobdir)
+    after_kill = html_response("http://a.example/coffee")
+    assert process(resumed, after_kill) is after_kill
+    assert after_kill.request.meta["simhash"]["unchanged"] is False
+    assert stats(resumed)["simhash/seen_again"] == 1
+    assert "simhash/unchanged" not in stats(resumed)
+

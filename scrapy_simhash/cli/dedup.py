@@ -28,8 +28,10 @@ def add_parser(subparsers: Any) -> None:
         "dedup",
         help="mark each page of a JSON-lines file as kept or as a near-duplicate of an earlier one",
         description='Writes one JSON line per input record, in input order: {"id", "fingerprint", '
-        '"duplicate_of", "distance"}; duplicate_of is null for a kept page. Pages that cannot be '
-        'fingerprinted (too short, not HTML) carry "skip_reason" and are kept.',
+        '"duplicate_of", "distance", "similarity", "unchanged"}; duplicate_of is null for a kept page. '
+        'A page whose own entry (same id) is in --index already, from an earlier run, is "unchanged": '
+        'true, not a near-duplicate, and adds nothing. Pages that cannot be fingerprinted (too short, '
+        'not HTML) carry "skip_reason" and are kept.',
     )
     parser.add_argument("pages", metavar="PAGES.jsonl", help="JSON-lines input (.gz or - allowed)")
     add_record_arguments(parser)
@@ -58,17 +60,19 @@ def run(args: argparse.Namespace) -> int:
         for line_number, record in read_jsonl(args.pages):
             page_id = record_id(record, args, args.pages, line_number)
             result = fingerprint_record(fingerprinter, record, args)
-            out: dict[str, Any] = {"id": page_id, "fingerprint": None,
-                                   "duplicate_of": None, "distance": None, "similarity": None}
+            out: dict[str, Any] = {"id": page_id, "fingerprint": None, "duplicate_of": None,
+                                   "distance": None, "similarity": None, "unchanged": False}
             if result.fingerprint is None:
                 out["skip_reason"] = result.skip_reason
             else:
                 out["fingerprint"] = to_hex(result.fingerprint)
                 match = index.add_if_new(result.fingerprint, page_id, result.wildcard, result.sketch)
-                if match is not None:
+                if match is not None and match.key == page_id:
+                    out["unchanged"] = True  # its own entry, from an earlier run
+                elif match is not None:
                     out.update(duplicate_of=match.key, distance=match.distance, similarity=match.similarity)
             write_jsonl(output, out)
-            progress.update(duplicate=out["duplicate_of"] is not None)
+            progress.update(duplicate=out["duplicate_of"] is not None, unchanged=out["unchanged"])
     progress.finish()
     return 0
 
@@ -76,22 +80,23 @@ def run(args: argparse.Namespace) -> int:
 class _Progress:
     """A line on stderr every few seconds: records, duplicates, rate."""
 
-    def __init__(self, enabled: bool, stream: IO[str] = sys.stderr) -> None:
+    def __init__(self, enabled: bool, stream: IO[str] | None = None) -> None:
         self.enabled = enabled
-        self.stream = stream
-        self.records = self.duplicates = 0
+        self.stream = stream or sys.stderr  # looked up now: sys.stderr may be replaced
+        self.records = self.duplicates = self.unchanged = 0
         self.started = self.shown = time.monotonic()
 
-    def update(self, duplicate: bool) -> None:
+    def update(self, duplicate: bool, unchanged: bool) -> None:
         self.records += 1
         self.duplicates += duplicate
+        self.unchanged += unchanged
         if self.enabled and time.monotonic() - self.shown >= _PROGRESS_SECONDS:
             self.show()
 
     def show(self) -> None:
         self.shown = time.monotonic()
         rate = self.records / max(self.shown - self.started, 1e-9)
-        print(f"dedup: {self.records} records, {self.duplicates} near-duplicates "
+        print(f"dedup: {self.records} records, {self.duplicates} near-duplicates, {self.unchanged} unchanged "
               f"({rate:.0f} records/s)", file=self.stream)
 
     def finish(self) -> None:

@@ -127,13 +127,15 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    added = skipped = 0
+    added = skipped = present = 0
     if args.input != "-" and not os.path.exists(args.input):  # before the index is created
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), args.input)
     records = read_jsonl(args.input)
     signature, records = _signature_line(records)
     with _open(args, reset=args.reset, signature=signature) as index:
-        for batch in _batches(_entries(args.input, records), _IMPORT_BATCH):
+        for whole_batch in _batches(_entries(args.input, records), _IMPORT_BATCH):
+            batch = _not_present(index, whole_batch)
+            present += len(whole_batch) - len(batch)
             if args.skip_near_duplicates:
                 kept = sum(index.add_if_new(fp, key, sketch=sketch) is None for fp, key, sketch in batch)
                 added, skipped = added + kept, skipped + len(batch) - kept
@@ -141,8 +143,23 @@ def run_import(args: argparse.Namespace) -> int:
                 index.add_entries(batch)
                 added += len(batch)
         index.flush()
-    warn(f"imported {added} entries" + (f", skipped {skipped} near-duplicates" if skipped else ""))
+    warn(f"imported {added} entries" + (f", skipped {skipped} near-duplicates" if skipped else "")
+         + (f", {present} already present" if present else ""))
     return 0
+
+
+def _not_present(index: SimhashIndex, batch: list[Entry]) -> list[Entry]:
+    """*batch* less the entries the index holds already (same fingerprint and key), and
+    less repeats within it: importing an export twice adds nothing the second time."""
+    stored = index.query_many([fingerprint for fingerprint, _, _ in batch])
+    seen: set[tuple[int, str]] = set()
+    kept = []
+    for (fingerprint, key, sketch), matches in zip(batch, stored):
+        if (fingerprint, key) in seen or any(m.distance == 0 and m.key == key for m in matches):
+            continue
+        seen.add((fingerprint, key))
+        kept.append((fingerprint, key, sketch))
+    return kept
 
 
 def _signature_line(records: Iterator[Record]) -> tuple[str, Iterator[Record]]:
