@@ -27,7 +27,7 @@ import numpy.typing as npt
 from scrapy_simhash.core.fingerprint import weakest_bits
 from scrapy_simhash.core.fingerprinter import FingerprintOptions
 from scrapy_simhash.index._buckets import probe_kernel
-from scrapy_simhash.index._storage import KeyStore
+from scrapy_simhash.index._storage import KeyStore, SketchStore
 from scrapy_simhash.index._tables import make_design
 from scrapy_simhash.index.brute import BruteForceIndex
 from scrapy_simhash.index.memory import MemoryIndex
@@ -131,7 +131,9 @@ def bench_memory(
 ) -> dict[str, Any]:
     k, size = args.max_distance, len(fps)
     keys = make_keys(0, size)
-    index, seconds, traced = timed_build(lambda: MemoryIndex.from_arrays(fps, keys, k))
+    # Every entry with a sketch, as a crawl stores them (random words: the checks compare them).
+    sketches = SketchStore(rng.integers(0, 2**64 - 1, size * SketchStore.WORDS, dtype=np.uint64))
+    index, seconds, traced = timed_build(lambda: MemoryIndex.from_arrays(fps, keys, k, sketches=sketches))
     usage = index.memory_usage()
     brute = BruteForceIndex.from_arrays(fps, KeyStore.from_buffer(keys.data, keys.ends), k)
     sample = mixed_probes(rng, fps, EXACTNESS_SAMPLE, k) + near_duplicates(
@@ -152,6 +154,7 @@ def bench_memory(
         "index_B": usage["index_bytes"] / size,
         "traced_B": traced / size,
         "keys_B": usage["key_bytes"] / size,
+        "sketch_B": usage["sketch_bytes"] / size,
         "query_many_qps": throughput(index.query_many, batch),
         "query_qps": throughput(lambda qs: [index.query(q) for q in qs], batch[: args.calls]),
         "exact": f"{exact} ({len(sample)})",
@@ -179,8 +182,10 @@ def bench_wildcard(
     exact = all(index.query(q, m) == brute.query(q, m) for q, m in sample)
     masks = {}  # one mask per probe, drawn before the clock starts
 
+    sketch = rng.bytes(32)  # a page's: compared with every stored candidate within k
+
     def call(fingerprint: int, key: str) -> object:
-        return index.add_if_new(fingerprint, key, masks[fingerprint])
+        return index.add_if_new(fingerprint, key, masks[fingerprint], sketch)
 
     probes = mixed_probes(rng, fps, args.calls, args.max_distance)
     masks.update((probe, mask()) for probe in probes)
@@ -243,6 +248,7 @@ COLUMNS = [
     ("index_B", "{:.1f}"),
     ("traced_B", "{:.1f}"),
     ("keys_B", "{:.1f}"),
+    ("sketch_B", "{:.1f}"),
     ("p50_us", "{:.1f}"),
     ("p99_us", "{:.1f}"),
     ("query_qps", "{:,.0f}"),
@@ -299,7 +305,7 @@ def main() -> None:
     print(
         "\nindex_B: allocated index bytes per fingerprint (fingerprints + row ids + directories);"
         "\ntraced_B: bytes tracemalloc saw the bulk build keep allocated, per fingerprint;"
-        "\nkeys_B: the keys (UTF-8 buffer + offsets); p50/p99: single add_if_new, microseconds;"
+        "\nkeys_B: the keys (UTF-8 buffer + offsets); sketch_B: the minwise sketches; p50/p99: single add_if_new, microseconds;"
         "\nsimhash (PyPI): index_B is RSS growth of the build and includes its keys."
         f"\nThe index's probe: {probe_kernel()} (\"c\": scrapy_simhash/index/_scan.c, built at install;"
         " \"numpy\": the fallback where it was not built)."

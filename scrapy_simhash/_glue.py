@@ -1,17 +1,15 @@
 """What the middleware and the pipeline share: fingerprint, check-and-record, stats, logs.
 
-One :class:`NearDuplicateChecker` per component. It opens the index (one per scope
-namespace: the crawl, the spider, or each host), calls ``add_if_new`` (off the event
-loop for network backends), counts ``<prefix>/...`` stats and logs the first
-near-duplicate at DEBUG.
+One :class:`NearDuplicateChecker` per component. It checks pages in their index
+(:mod:`._indexes`: the crawl's, the spider's, or the host's), calls ``add_if_new`` (off
+the event loop for network backends), tells an unchanged page from one this crawl saw
+(:mod:`._checked`), counts ``<prefix>/...`` stats and logs the first near-duplicate at DEBUG.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import threading
-from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Callable
 
 from scrapy import signals
@@ -19,18 +17,15 @@ from scrapy.utils.asyncio import run_in_thread
 from scrapy.utils.job import job_dir
 
 from ._checked import CheckedKeys
+from ._indexes import ComponentIndexes, close_all, summary
 from .core.fingerprinter import Fingerprinter, FingerprintResult, python_stages
-from .index import IndexUnavailableError, Match, SimhashIndex, is_shared_spec, open_index
+from .index import IndexUnavailableError, Match, is_shared_spec
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import TextResponse
 
     from .config import SimhashSettings
-
-_HOST_INDEX_START_SIZE = 1024
-#: What the INFO line at open says of an index (from its ``describe()``), in this order.
-_SUMMARY_FIELDS = ("backend", "url", "path", "namespace", "size", "max_distance", "min_similarity", "ttl")
 
 
 class NearDuplicateChecker:
@@ -54,12 +49,10 @@ class NearDuplicateChecker:
         self._inc_stat = crawler.stats.inc_value
         self._kind = kind
         self._prefix = stats_prefix
-        self._indexes: dict[str, SimhashIndex] = {}
-        # Redis calls (and opening a host's Redis index, in SIMHASH_SCOPE="domain")
-        # run in worker threads: the lock keeps two of them from opening one index twice.
+        self._indexes = ComponentIndexes(config, kind, crawler.spidercls.name)
+        # Redis calls (and opening a host's Redis index, in SIMHASH_SCOPE="domain") run in
+        # worker threads.
         self._in_thread = is_shared_spec(config.index)
-        self._opening = threading.Lock()
-        self._base_namespace = base_namespace(config, crawler.spidercls.name)
         self._checked = _checked_keys(crawler, kind)
         self._log_next_match = True
         self._index_errors = 0  # in a row: the first is warned of, the count logged when it is back
@@ -76,25 +69,21 @@ class NearDuplicateChecker:
                 {"kind": self._kind, "spec": self.config.index or "memory", "k": self.config.max_distance},
             )
             return
-        info = self._index_for("").describe()  # counts the entries once (a scan in Redis with TTL)
+        info = self._indexes.for_host("").describe()  # counts the entries once (a scan in Redis with TTL)
         self._logger.info(
             "Simhash %(kind)s index opened: %(index)s", {"kind": self._kind, "index": summary(info)}
         )
         self._stats_set("index_size/open", info["size"])
 
     def spider_closed(self) -> None:
-        indexes, self._indexes = list(self._indexes.values()), {}
-        # ExitStack: every index is closed even if a flush (or Redis, gone) fails.
-        with ExitStack() as closing:
-            closing.callback(self._checked.close)
-            for index in indexes:
-                closing.callback(index.close)
-            try:
-                self._stats_set("index_size/close", sum(len(index) for index in indexes))
-            except IndexUnavailableError as exc:
-                self._index_error(exc)
-            for index in indexes:
-                index.flush()
+        self._checked.close()
+        indexes = self._indexes.take_all()
+        try:
+            self._stats_set("index_size/close", sum(len(index) for index in indexes))
+        except IndexUnavailableError as exc:
+            self._index_error(exc)
+        finally:
+            close_all(indexes)
 
     async def check(
         self, fingerprint: int, key: str, host: str = "", wildcard: int = 0, sketch: bytes | None = None
@@ -181,44 +170,7 @@ class NearDuplicateChecker:
     def _add_if_new(
         self, fingerprint: int, key: str, host: str, wildcard: int, sketch: bytes | None
     ) -> Match | None:
-        index = self._index_for(host if self.config.scope == "domain" else "")
-        return index.add_if_new(fingerprint, key, wildcard, sketch)
-
-    def _index_for(self, host: str) -> SimhashIndex:
-        namespace = "/".join(part for part in (self._base_namespace, host, self._kind_namespace) if part)
-        index = self._indexes.get(namespace)
-        if index is None:
-            with self._opening:  # checked again: another thread may have opened it meanwhile
-                index = self._indexes.get(namespace)
-                if index is None:  # (not `or`: an empty index is falsy, it has a __len__)
-                    index = self._indexes[namespace] = self._open_index(namespace, host)
-        return index
-
-    def _open_index(self, namespace: str, host: str) -> SimhashIndex:
-        return open_index(
-            self.config.index,
-            max_distance=self.config.max_distance,
-            min_similarity=self.config.min_similarity,
-            expected_size=self._expected_size(host),
-            namespace=namespace,
-            signature=self.config.fingerprint.signature(),
-            reset=self.config.index_reset,
-            ttl=self.config.ttl,
-        )
-
-    def _expected_size(self, host: str) -> int:
-        # An empty in-memory index sized for SIMHASH_EXPECTED_SIZE holds ~1 MB of bucket
-        # directory: one per host would add up, so host indexes start small (their
-        # buckets widen as they grow). Stored designs (Redis) are left as configured.
-        if host and self.config.index in (None, "memory"):
-            return min(self.config.expected_size, _HOST_INDEX_START_SIZE)
-        return self.config.expected_size
-
-    @property
-    def _kind_namespace(self) -> str:
-        # Pages keep the plain namespace (so JOBDIR files and Redis keys stay simple);
-        # items get their own, so an item never matches the page it came from.
-        return "" if self._kind == "page" else f"{self._kind}s"
+        return self._indexes.for_host(host).add_if_new(fingerprint, key, wildcard, sketch)
 
     def _count_result(self, key: str, match: Match | None) -> None:
         if match is None:
@@ -289,30 +241,6 @@ def _warn_of_python_stages(logger: logging.Logger) -> None:
         )
 
 
-def base_namespace(config: SimhashSettings, spider_name: str) -> str:
-    """The namespace every index of a component starts with: the project's own
-    (``SIMHASH_NAMESPACE``, else ``BOT_NAME``) on a shared server, then the spider's name
-    with ``SIMHASH_SCOPE = "spider"``. (A disk store is the project's own directory.)"""
-    project = config.namespace if is_shared_spec(config.index) else ""
-    spider = spider_name if config.scope == "spider" else ""
-    return "/".join(part for part in (project, spider) if part)
-
-
 def describe_similarity(match: Match) -> str:
     """``", similarity 0.93"`` for a match its sketch confirmed, else nothing."""
     return "" if match.similarity is None else f", similarity {match.similarity:.2f}"
-
-
-def summary(info: dict[str, Any]) -> str:
-    """One line on an index: where it is, its size, k and table design (not its internals)."""
-    parts = [f"{name}={info[name]}" for name in _SUMMARY_FIELDS if info.get(name) not in (None, "")]
-    design = info.get("design")
-    if isinstance(design, dict):
-        parts.append(
-            "tables={tables} (blocks of {blocks} bits, {prefix_bits}-bit keys)".format(
-                tables=design.get("tables"),
-                blocks="/".join(map(str, design.get("blocks", []))),
-                prefix_bits=design.get("prefix_bits"),
-            )
-        )
-    return ", ".join(parts)

@@ -258,7 +258,9 @@ def test_in_memory_host_indexes_start_small() -> None:
     for host in range(3):
         process(mw, html_response(f"http://h{host}.example/coffee"))
     crawl_wide = MemoryIndex(expected_size=mw.config.expected_size).memory_usage()["index_bytes"]
-    for index in mw._checker._indexes.values():
+    indexes = mw._checker._indexes.take_all()
+    assert len(indexes) == 3
+    for index in indexes:
         assert isinstance(index, MemoryIndex) and index.memory_usage()["index_bytes"] * 10 < crawl_wide
 
 
@@ -295,7 +297,7 @@ def test_meta_carries_the_wildcard_and_the_index_honours_it() -> None:
     assert wildcard.bit_count() == 5
     # A page whose fingerprint differs from the stored one in 3 wildcard bits and
     # 3 others is 6 bits away, yet within k = 3 outside its wildcard: a near-duplicate.
-    index = mw._checker._index_for("")
+    index = mw._checker._indexes.for_host("")
     other_bits = [bit for bit in range(64) if not (wildcard >> bit) & 1][:3]
     wildcard_bits = [bit for bit in range(64) if (wildcard >> bit) & 1][:3]
     variant = fingerprint
@@ -347,7 +349,7 @@ def test_a_page_refetched_within_one_crawl_is_seen_again_not_unchanged(tmp_path:
     again = html_response("http://a.example/coffee")
     assert process(first_run, again) is again and again.request.meta["simhash"]["unchanged"] is False
     assert stats(first_run)["simhash/seen_again"] == 1
-    first_run._checker._indexes[""].flush()  # killed: the index had written its record, nothing was closed
+    first_run._checker._indexes.for_host("").flush()  # killed: the index had written its record, nothing was closed
     resumed = middleware(JOBDIR=jobdir)
     after_kill = html_response("http://a.example/coffee")
     assert process(resumed, after_kill) is after_kill

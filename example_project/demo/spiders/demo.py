@@ -45,9 +45,11 @@ class DemoSpider(scrapy.Spider):
         """Near-duplicates arrive here as NearDuplicatePage (an IgnoreRequest), like other errors."""
         if failure.check(NearDuplicatePage):
             error = failure.value
+            similarity = "" if error.similarity is None else f", similarity {error.similarity:.2f}"
             self.logger.info(
-                "Dropped %(url)s: near-duplicate of %(original)s (distance %(distance)d)",
-                {"url": error.url, "original": error.duplicate_of, "distance": error.distance},
+                "Dropped %(url)s: near-duplicate of %(original)s (distance %(distance)d%(similarity)s)",
+                {"url": error.url, "original": error.duplicate_of, "distance": error.distance,
+                 "similarity": similarity},
             )
         elif failure.check(HttpError):
             # A broken link of the site (404...): the site's problem, not the crawl's.

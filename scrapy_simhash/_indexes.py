@@ -1,0 +1,102 @@
+"""The indexes of one Scrapy component: one per namespace (the crawl, the spider, or each host).
+
+Opened from the parsed settings, on demand (a host's index with its first page), once
+each, even when Redis calls of several worker threads ask for it at the same time.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any
+
+from .index import SimhashIndex, is_shared_spec, open_index
+
+if TYPE_CHECKING:
+    from .config import SimhashSettings
+
+#: An empty in-memory index sized for SIMHASH_EXPECTED_SIZE holds ~1 MB of bucket
+#: directory: one per host would add up, so host indexes start this small (their buckets
+#: widen as they grow).
+_HOST_INDEX_START_SIZE = 1024
+#: What the INFO line at open says of an index (from its ``describe()``), in this order.
+_SUMMARY_FIELDS = ("backend", "url", "path", "namespace", "size", "max_distance", "min_similarity", "ttl")
+
+
+class ComponentIndexes:
+    """The open indexes of one component ("page" or "item" *kind*), by namespace."""
+
+    def __init__(self, config: SimhashSettings, kind: str, spider_name: str) -> None:
+        self.config = config
+        self._base = base_namespace(config, spider_name)
+        # Pages keep the plain namespace (so JOBDIR files and Redis keys stay simple);
+        # items get their own, so an item never matches the page it came from.
+        self._kind = "" if kind == "page" else f"{kind}s"
+        self._open: dict[str, SimhashIndex] = {}
+        self._opening = threading.Lock()
+
+    def for_host(self, host: str) -> SimhashIndex:
+        """The index a page of *host* is checked in (the one index, unless scope is "domain")."""
+        host = host if self.config.scope == "domain" else ""
+        namespace = "/".join(part for part in (self._base, host, self._kind) if part)
+        index = self._open.get(namespace)
+        if index is None:
+            with self._opening:  # checked again: another thread may have opened it meanwhile
+                index = self._open.get(namespace)
+                if index is None:  # (not `or`: an empty index is falsy, it has a __len__)
+                    index = self._open[namespace] = self._open_index(namespace, host)
+        return index
+
+    def take_all(self) -> list[SimhashIndex]:
+        """Every open index, forgotten here: the caller closes them."""
+        indexes, self._open = list(self._open.values()), {}
+        return indexes
+
+    def _open_index(self, namespace: str, host: str) -> SimhashIndex:
+        config = self.config
+        stored_design = host and config.index not in (None, "memory")
+        return open_index(
+            config.index,
+            max_distance=config.max_distance,
+            min_similarity=config.min_similarity,
+            # Stored designs (Redis) are left as configured.
+            expected_size=config.expected_size if not host or stored_design
+            else min(config.expected_size, _HOST_INDEX_START_SIZE),
+            namespace=namespace,
+            signature=config.fingerprint.signature(),
+            reset=config.index_reset,
+            ttl=config.ttl,
+        )
+
+
+def close_all(indexes: list[SimhashIndex]) -> None:
+    """Flush and close every index: each is closed even if a flush (or Redis, gone) fails."""
+    with ExitStack() as closing:
+        for index in indexes:
+            closing.callback(index.close)
+        for index in indexes:
+            index.flush()
+
+
+def base_namespace(config: SimhashSettings, spider_name: str) -> str:
+    """The namespace every index of a component starts with: the project's own
+    (``SIMHASH_NAMESPACE``, else ``BOT_NAME``) on a shared server, then the spider's name
+    with ``SIMHASH_SCOPE = "spider"``. (A disk store is the project's own directory.)"""
+    project = config.namespace if is_shared_spec(config.index) else ""
+    spider = spider_name if config.scope == "spider" else ""
+    return "/".join(part for part in (project, spider) if part)
+
+
+def summary(info: dict[str, Any]) -> str:
+    """One line on an index: where it is, its size, k and table design (not its internals)."""
+    parts = [f"{name}={info[name]}" for name in _SUMMARY_FIELDS if info.get(name) not in (None, "")]
+    design = info.get("design")
+    if isinstance(design, dict):
+        parts.append(
+            "tables={tables} (blocks of {blocks} bits, {prefix_bits}-bit keys)".format(
+                tables=design.get("tables"),
+                blocks="/".join(map(str, design.get("blocks", []))),
+                prefix_bits=design.get("prefix_bits"),
+            )
+        )
+    return ", ".join(parts)
