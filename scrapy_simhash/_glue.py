@@ -69,7 +69,11 @@ class NearDuplicateChecker:
                 {"kind": self._kind, "spec": self.config.index or "memory", "k": self.config.max_distance},
             )
             return
-        info = self._indexes.for_host("").describe()  # counts the entries once (a scan in Redis with TTL)
+        try:
+            info = self._indexes.for_host("").describe()  # counts the entries once (a scan in Redis with TTL)
+        except OSError as exc:  # a path that cannot be a directory, no permission, a full disk
+            reason = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
+            raise ValueError(f"SIMHASH_INDEX={self.config.index!r}: cannot open or create the index: {reason}") from exc
         self._logger.info(
             "Simhash %(kind)s index opened: %(index)s", {"kind": self._kind, "index": summary(info)}
         )
@@ -170,7 +174,11 @@ class NearDuplicateChecker:
     def _add_if_new(
         self, fingerprint: int, key: str, host: str, wildcard: int, sketch: bytes | None
     ) -> Match | None:
-        return self._indexes.for_host(host).add_if_new(fingerprint, key, wildcard, sketch)
+        try:
+            index = self._indexes.for_host(host)
+        except OSError as exc:  # a host's index (SIMHASH_SCOPE="domain") that cannot be created
+            raise IndexUnavailableError(f"SIMHASH_INDEX={self.config.index!r}: {exc}") from exc
+        return index.add_if_new(fingerprint, key, wildcard, sketch)
 
     def _count_result(self, key: str, match: Match | None) -> None:
         if match is None:

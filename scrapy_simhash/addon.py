@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from scrapy.utils.misc import load_object
+
 from .config import SimhashSettings
 from .middlewares import SimhashMiddleware
 from .pipelines import SimhashPipeline
@@ -33,11 +35,17 @@ class Addon:
 
     def update_settings(self, settings: BaseSettings) -> None:
         config = SimhashSettings.from_settings(settings)
-        settings.setdefault_in_component_priority_dict(
-            "DOWNLOADER_MIDDLEWARES", SimhashMiddleware, MIDDLEWARE_PRIORITY
-        )
-        settings.setdefault_in_component_priority_dict(
-            "SPIDER_MIDDLEWARES", SimhashSpiderMiddleware, SPIDER_MIDDLEWARE_PRIORITY
-        )
+        _enable(settings, "DOWNLOADER_MIDDLEWARES", SimhashMiddleware, MIDDLEWARE_PRIORITY)
+        _enable(settings, "SPIDER_MIDDLEWARES", SimhashSpiderMiddleware, SPIDER_MIDDLEWARE_PRIORITY)
         if config.item_fields or config.action == "mark":
-            settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", SimhashPipeline, PIPELINE_PRIORITY)
+            _enable(settings, "ITEM_PIPELINES", SimhashPipeline, PIPELINE_PRIORITY)
+
+
+def _enable(settings: BaseSettings, name: str, component: type, priority: int) -> None:
+    """``setdefault_in_component_priority_dict``, under the component's import path: Scrapy's
+    "Enabled ..." log line then names it as a project's own settings would, not ``<class ...>``."""
+    components = settings.getdict(name)
+    if any(load_object(listed) is component for listed in components):
+        return  # the project's priority wins
+    components[f"{component.__module__}.{component.__qualname__}"] = priority
+    settings.set(name, components, settings.getpriority(name) or 0)

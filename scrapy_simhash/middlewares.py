@@ -84,6 +84,7 @@ class SimhashMiddleware:
 
     async def process_response(self, request: Request, response: Response) -> Response:
         if request.meta.get("dont_simhash"):
+            self._checker.count("skipped/dont_simhash")
             return response
         page = self._fingerprint(request, response)
         if page is None or page.fingerprint is None:

@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from scrapy_simhash import __version__
 from scrapy_simhash.cli import main
 from scrapy_simhash.core.fingerprint import from_hex, hamming_distance
 from scrapy_simhash.index import open_index
@@ -62,7 +64,7 @@ def test_compare_near_duplicates(pages: dict[str, Path], capsys: pytest.CaptureF
     lines = out.splitlines()
     distance = hamming_distance(from_hex(lines[0].split()[0]), from_hex(lines[1].split()[0]))
     assert status == 0
-    assert lines[2].startswith(f"distance: {distance}, ") and lines[2].endswith("(near-duplicates at k=3)")
+    assert lines[2].startswith(f"distance: {distance}, ") and lines[2].endswith("(near-duplicates at k=3, min similarity 0.8)")
 
 
 def test_compare_counts_bits_outside_the_wildcard_as_a_crawl_does(capsys: pytest.CaptureFixture[str]) -> None:
@@ -70,12 +72,12 @@ def test_compare_counts_bits_outside_the_wildcard_as_a_crawl_does(capsys: pytest
     site = Path(__file__).resolve().parents[1] / "example_project" / "demo_site"
     original, printed = site / "articles" / "tide-pools.html", site / "_variants" / "tide-pools-print.html"
     _, out, _ = run_cli(capsys, "compare", str(original), str(printed), "-k", "3")
-    assert out.splitlines()[2].endswith("(near-duplicates at k=3)")
+    assert out.splitlines()[2].endswith("(near-duplicates at k=3, min similarity 0.8)")
 
 
 def test_compare_distinct(pages: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run_cli(capsys, "compare", str(pages["original"]), str(pages["other"]), "-k", "3")
-    assert out.splitlines()[2].endswith("(distinct at k=3)")
+    assert out.splitlines()[2].endswith("(distinct at k=3, min similarity 0.8)")
 
 
 def write_jsonl(path: Path, lines: list[str]) -> None:
@@ -147,6 +149,48 @@ def test_module_entry_point(pages: dict[str, Path]) -> None:
                            str(pages["original"]), str(pages["copy"])],
                           capture_output=True, text=True, check=True)
     assert "near-duplicates at k=3" in done.stdout
+
+
+def test_version_and_the_help_of_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"scrapy-simhash {__version__}"
+    for command in ("fingerprint", "compare", "dedup", "inspect", "export", "import", "evaluate"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        usage, _, description = capsys.readouterr().out.partition("\n\n")
+        assert usage.startswith(f"usage: scrapy-simhash {command}")
+        assert not description.startswith(("positional arguments", "options")), command
+
+
+def test_evaluate_on_files_with_nothing_to_score_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    status, out, err = run_cli(capsys, "evaluate", "--pages", str(empty), "--pairs", str(empty))
+    assert status == 1 and out == "" and "no page could be fingerprinted" in err
+
+
+def test_compare_says_which_page_it_could_not_fingerprint(
+    pages: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, err = run_cli(capsys, "compare", str(pages["original"]), str(pages["short"]))
+    assert status == 1 and "distance: -" in out
+    assert f"compare: {pages['short']}: not fingerprinted (too_short)" in err
+    status, out, _ = run_cli(capsys, "compare", str(pages["original"]), str(pages["copy"]))
+    assert status == 0 and re.search(r"; similarity 0\.9\d \(near-duplicates", out.splitlines()[2])
+
+
+def test_records_without_an_id_are_warned_of_once(
+    pages: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "no-ids.jsonl"
+    record = json.dumps({"html": pages["original"].read_text()})
+    broken = '{"id": "x", "html": "a\tb"}'  # a raw tab inside a JSON string
+    source.write_text("\n".join([record] * 5 + [broken]) + "\n")
+    status, out, err = run_cli(capsys, "fingerprint", "--jsonl", str(source), "--quiet")
+    assert status == 0 and [json.loads(line)["id"] for line in out.splitlines()][:5] == ["1", "2", "3", "4", "5"]
+    assert err.count("no 'id' field") == 1
+    assert "not JSON (Invalid control character at: column" in err
 
 
 def test_dedup_reports_bad_input_and_bad_options_without_a_traceback(

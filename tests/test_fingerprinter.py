@@ -41,7 +41,9 @@ def test_a_small_edit_stays_near_and_another_page_is_far() -> None:
 @pytest.mark.parametrize(
     ("html", "reason"),
     [(b"", "empty"), (b"\x89PNG\r\n\x1a\n\x00", "binary"), (b"plain text", "not_html"),
-     ("<p>too short</p>", "too_short"), ("<html><body><img src=x></body></html>", "empty")],
+     ("<p>too short</p>", "too_short"), ("<html><body><img src=x></body></html>", "empty"),
+     # deeper than libxml2 reads: the text past its limit would be missing, not the page
+     ("<html><body>" + "<div>" * 300 + "<p>" + "word " * 50 + "</p></body></html>", "too_deep")],
 )
 def test_skips(html: bytes | str, reason: str) -> None:
     result = Fingerprinter().from_html(html)

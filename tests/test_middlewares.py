@@ -143,6 +143,22 @@ def test_dont_simhash_skips_the_request() -> None:
     copy = html_response("http://a.example/copy", dont_simhash=True)
     assert process(mw, copy) is copy
     assert "simhash" not in copy.request.meta
+    assert stats(mw)["simhash/skipped/dont_simhash"] == 1
+
+
+@pytest.mark.parametrize("where", ["a-file/index", "missing/../a-file/index"])
+def test_an_index_path_that_cannot_be_a_directory_fails_naming_the_setting(tmp_path: Path, where: str) -> None:
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(ValueError, match="SIMHASH_INDEX=.*cannot open or create the index: Not a directory"):
+        middleware(SIMHASH_INDEX=str(tmp_path / where))
+
+
+def test_a_host_index_that_cannot_be_created_keeps_the_page_and_counts_an_index_error(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    mw = middleware(SIMHASH_INDEX=str(tmp_path / "a-file" / "index"), SIMHASH_SCOPE="domain")
+    page = html_response("http://a.example/coffee")
+    assert process(mw, page) is page
+    assert stats(mw)["simhash/index_error"] == 1
 
 
 def test_only_the_first_drop_is_logged_without_debug(caplog: pytest.LogCaptureFixture) -> None:

@@ -11,6 +11,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from .. import __version__
 from ..index.base import SimhashIndexError
 from ._io import warn
 
@@ -26,8 +27,10 @@ _COMMAND_MODULES = (
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="scrapy-simhash",
-        description="Near-duplicate detection with SimHash: fingerprint, compare, dedup, evaluate.",
+        description="Near-duplicate detection with SimHash: fingerprint and compare pages, dedup "
+        "JSON-lines pages against an index, inspect, export and import an index, evaluate on labelled pairs.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in _COMMAND_MODULES:
         importlib.import_module(f"{__name__}.{name}").add_parser(subparsers)

@@ -77,9 +77,17 @@ def fingerprinter_from_args(args: argparse.Namespace) -> Fingerprinter:
 
 
 def record_id(record: dict[str, Any], args: argparse.Namespace, path: str, line_number: int) -> str:
-    """The record's ``--id-field`` as a string (what an index stores), else its line number."""
+    """The record's ``--id-field`` as a string (what an index stores), else its line number
+    (said once per file: a file without ids would say it on every line)."""
     value = record.get(args.id_field)
     if value is None:
-        warn(f"{path}:{line_number}: no {args.id_field!r} field, using the line number")
+        if path not in _WITHOUT_IDS:
+            _WITHOUT_IDS.add(path)
+            warn(f"{path}:{line_number}: no {args.id_field!r} field: line numbers are the ids of such records "
+                 "(said once)")
         return str(line_number)
     return str(value)
+
+
+#: The input files whose records without an id were warned of.
+_WITHOUT_IDS: set[str] = set()

@@ -5,8 +5,10 @@ from __future__ import annotations
 import gzip
 import json
 import sys
+import time
 import zlib
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO, Any
 
@@ -62,7 +64,7 @@ def _record(path: str, number: int, raw: bytes) -> dict[str, Any] | None:
         warn(f"{path}:{number}: skipped, not UTF-8 ({exc.reason} at byte {exc.start})")
         return None
     except json.JSONDecodeError as exc:
-        warn(f"{path}:{number}: skipped, not JSON ({exc.msg})")
+        warn(f"{path}:{number}: skipped, not JSON ({exc.msg}: column {exc.colno})")
         return None
     if not isinstance(record, dict):
         warn(f"{path}:{number}: skipped, not a JSON object")
@@ -76,3 +78,36 @@ def write_jsonl(stream: IO[str], record: dict[str, Any]) -> None:
 
 def warn(message: str) -> None:
     print(f"scrapy-simhash: {message}", file=sys.stderr)
+
+
+#: Seconds between two progress lines.
+PROGRESS_SECONDS = 5.0
+
+
+class Progress:
+    """A line on stderr every few seconds, and one at the end: records, the *counted*
+    kinds of record (``"near-duplicates"``, ...), rate."""
+
+    def __init__(self, command: str, counted: Sequence[str] = (), enabled: bool = True) -> None:
+        self.command = command
+        self.enabled = enabled
+        self.records = 0
+        self.counts: Counter[str] = Counter({name: 0 for name in counted})
+        self.started = self.shown = time.monotonic()
+
+    def update(self, *kinds: str | None) -> None:
+        """One more record, of these *kinds* (``None``: none)."""
+        self.records += 1
+        self.counts.update(kind for kind in kinds if kind)
+        if self.enabled and time.monotonic() - self.shown >= PROGRESS_SECONDS:
+            self.show()
+
+    def show(self) -> None:
+        self.shown = time.monotonic()
+        rate = self.records / max(self.shown - self.started, 1e-9)
+        counted = "".join(f", {count} {name}" for name, count in self.counts.items())
+        print(f"{self.command}: {self.records} records{counted} ({rate:.0f} records/s)", file=sys.stderr)
+
+    def finish(self) -> None:
+        if self.enabled:
+            self.show()

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import sys
-import time
-from typing import IO, Any
+from typing import Any
 
 from ..core.fingerprint import to_hex
 from ..index import open_index
@@ -17,10 +15,8 @@ from ._common import (
     fingerprinter_from_args,
     record_id,
 )
-from ._io import open_output, read_jsonl, write_jsonl
+from ._io import Progress, open_output, read_jsonl, write_jsonl
 from .fingerprint import fingerprint_record
-
-_PROGRESS_SECONDS = 5.0
 
 
 def add_parser(subparsers: Any) -> None:
@@ -51,7 +47,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     fingerprinter = fingerprinter_from_args(args)
-    progress = _Progress(enabled=not args.quiet)
+    progress = Progress("dedup", ("near-duplicates", "unchanged"), enabled=not args.quiet)
     with (
         open_index(args.index, max_distance=args.max_distance, min_similarity=args.min_similarity,
                    signature=fingerprinter.options.signature()) as index,
@@ -72,33 +68,6 @@ def run(args: argparse.Namespace) -> int:
                 elif match is not None:
                     out.update(duplicate_of=match.key, distance=match.distance, similarity=match.similarity)
             write_jsonl(output, out)
-            progress.update(duplicate=out["duplicate_of"] is not None, unchanged=out["unchanged"])
+            progress.update("near-duplicates" if out["duplicate_of"] else None, "unchanged" if out["unchanged"] else None)
     progress.finish()
     return 0
-
-
-class _Progress:
-    """A line on stderr every few seconds: records, duplicates, rate."""
-
-    def __init__(self, enabled: bool, stream: IO[str] | None = None) -> None:
-        self.enabled = enabled
-        self.stream = stream or sys.stderr  # looked up now: sys.stderr may be replaced
-        self.records = self.duplicates = self.unchanged = 0
-        self.started = self.shown = time.monotonic()
-
-    def update(self, duplicate: bool, unchanged: bool) -> None:
-        self.records += 1
-        self.duplicates += duplicate
-        self.unchanged += unchanged
-        if self.enabled and time.monotonic() - self.shown >= _PROGRESS_SECONDS:
-            self.show()
-
-    def show(self) -> None:
-        self.shown = time.monotonic()
-        rate = self.records / max(self.shown - self.started, 1e-9)
-        print(f"dedup: {self.records} records, {self.duplicates} near-duplicates, {self.unchanged} unchanged "
-              f"({rate:.0f} records/s)", file=self.stream)
-
-    def finish(self) -> None:
-        if self.enabled:
-            self.show()

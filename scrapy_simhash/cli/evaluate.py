@@ -14,7 +14,7 @@ from ..core.fingerprinter import Fingerprinter, FingerprintOptions
 from ..core.segment import SEGMENTERS
 from ..index.base import MAX_DISTANCE_LIMIT
 from ._common import add_fingerprint_arguments, add_similarity_argument, options_from_args
-from ._io import read_jsonl, warn
+from ._io import Progress, read_jsonl, warn
 
 #: Distances 0..N-1 get a row each in the printed histogram, the farther ones one row.
 _HISTOGRAM_ROWS = 16
@@ -83,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--plot needs matplotlib: pip install 'scrapy-simhash[plot]'")
     fingerprints, wildcards, sketches, languages, order = _fingerprint_pages(args.pages, _fingerprinter(args))
     labels = _read_labels(args.pairs, languages)
+    if not labels.pairs:
+        raise ValueError(f"{args.pairs}: no labelled pair between pages of {args.pages}: nothing to evaluate")
     close = evaluation.close_pairs(fingerprints, languages, max(ks), wildcards, sketches, args.min_similarity)
     print(f"{len(languages)} pages, {len(fingerprints)} fingerprinted, "
           f"{len(labels.pairs)} labelled pairs")
@@ -133,11 +135,13 @@ def _fingerprint_pages(
     languages: dict[str, str] = {}
     order: list[str] = []
     skipped: Counter[str] = Counter()
+    progress = Progress("evaluate: fingerprinting", ("skipped",))
     for line_number, record in read_jsonl(path):
         page = str(record.get("id", line_number))
         languages[page] = str(record.get("lang") or "all")
         order.append(page)
         result = fingerprinter.from_html(record.get("html") or "", url=record.get("url"))
+        progress.update("skipped" if result.fingerprint is None else None)
         if result.fingerprint is None:
             skipped[result.skip_reason or "skipped"] += 1
         else:
@@ -145,8 +149,11 @@ def _fingerprint_pages(
             wildcards[page] = result.wildcard
             if result.sketch is not None:
                 sketches[page] = result.sketch
+    progress.finish()
     if skipped:
         warn("not fingerprinted: " + ", ".join(f"{n} {reason}" for reason, n in skipped.most_common()))
+    if not fingerprints:
+        raise ValueError(f"{path}: no page could be fingerprinted ({len(order)} records): nothing to evaluate")
     return fingerprints, wildcards, sketches, languages, order
 
 

@@ -9,14 +9,16 @@ from typing import Any
 
 from ..core.fingerprint import hamming_distance, to_hex
 from ..core.fingerprinter import Fingerprinter, FingerprintResult
+from ..core.sketch import similarity
 from ._common import (
     add_distance_argument,
     add_fingerprint_arguments,
     add_record_arguments,
+    add_similarity_argument,
     fingerprinter_from_args,
     record_id,
 )
-from ._io import read_jsonl, warn, write_jsonl
+from ._io import Progress, read_jsonl, warn, write_jsonl
 
 
 def add_parser(subparsers: Any) -> None:
@@ -28,6 +30,7 @@ def add_parser(subparsers: Any) -> None:
     )
     fingerprint.add_argument("files", nargs="*", metavar="FILE", help="HTML files")
     fingerprint.add_argument("--jsonl", metavar="FILE", help="JSON-lines input (.gz or - allowed)")
+    fingerprint.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr (--jsonl)")
     add_record_arguments(fingerprint)
     add_fingerprint_arguments(fingerprint)
     fingerprint.set_defaults(func=run_fingerprint)
@@ -35,10 +38,14 @@ def add_parser(subparsers: Any) -> None:
     compare = subparsers.add_parser(
         "compare",
         help="print the fingerprints of two HTML files and their Hamming distance",
+        description="Print both fingerprints, their Hamming distance (in all, and outside the second "
+        "page's wildcard bits, as a crawl checks it), their sketches' estimated similarity, and whether "
+        "the crawl would call them near-duplicates. Exit status 1 when a page cannot be fingerprinted.",
     )
     compare.add_argument("first", metavar="A", help="HTML file")
     compare.add_argument("second", metavar="B", help="HTML file")
     add_distance_argument(compare)
+    add_similarity_argument(compare)
     add_fingerprint_arguments(compare)
     compare.set_defaults(func=run_compare)
 
@@ -75,13 +82,16 @@ def run_fingerprint(args: argparse.Namespace) -> int:
             continue
         print(f"{describe(fingerprinter.from_html(body))}  {name}")
     if args.jsonl:
+        progress = Progress("fingerprint", ("skipped",), enabled=not args.quiet)
         for line_number, record in read_jsonl(args.jsonl):
             result = fingerprint_record(fingerprinter, record, args)
+            progress.update("skipped" if result.skip_reason else None)
             fingerprint = None if result.fingerprint is None else to_hex(result.fingerprint)
             out = {"id": record_id(record, args, args.jsonl, line_number), "fingerprint": fingerprint}
             if result.skip_reason:
                 out["skip_reason"] = result.skip_reason
             write_jsonl(sys.stdout, out)
+        progress.finish()
     return status
 
 
@@ -95,6 +105,8 @@ def run_compare(args: argparse.Namespace) -> int:
             warn(f"{name}: {exc.strerror}")
             return 2
         print(f"{describe(results[-1])}  {name}")
+        if results[-1].fingerprint is None:
+            warn(f"compare: {name}: not fingerprinted ({results[-1].skip_reason})")
     first, second = (result.fingerprint for result in results)
     if first is None or second is None:
         print("distance: - (a page was not fingerprinted)")
@@ -102,7 +114,16 @@ def run_compare(args: argparse.Namespace) -> int:
     distance = hamming_distance(first, second)
     # As a crawl checks the second page: outside its wildcard (least-confident) bits.
     counted = hamming_distance(first, second, ignoring=results[1].wildcard)
-    verdict = "near-duplicates" if counted <= args.max_distance else "distinct"
-    print(f"distance: {distance}, {counted} outside the second page's wildcard bits "
-          f"({verdict} at k={args.max_distance})")
+    confirmed = similarity_of(results[0], results[1]) >= args.min_similarity
+    verdict = "near-duplicates" if counted <= args.max_distance and confirmed else "distinct"
+    print(f"distance: {distance}, {counted} outside the second page's wildcard bits; similarity "
+          f"{similarity_of(results[0], results[1]):.2f} ({verdict} at k={args.max_distance}, "
+          f"min similarity {args.min_similarity})")
     return 0
+
+
+def similarity_of(first: FingerprintResult, second: FingerprintResult) -> float:
+    """The Jaccard similarity the two pages' sketches estimate (1.0 without sketches)."""
+    if first.sketch is None or second.sketch is None:
+        return 1.0
+    return similarity(first.sketch, second.sketch)

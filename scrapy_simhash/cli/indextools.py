@@ -30,19 +30,33 @@ Entry = tuple[int, str, bytes | None]  # (fingerprint, key, sketch)
 
 
 def add_parser(subparsers: Any) -> None:
-    inspect = subparsers.add_parser("inspect", help="size, table design, bucket balance of an index")
+    inspect = subparsers.add_parser(
+        "inspect", help="size, table design, bucket balance of an index",
+        description="Print what an index holds: backend, size, table design, the probe in use, bucket "
+        "balance and the distance histogram of a sample of entries to their nearest other entry. A disk "
+        "store is read without its lock and not changed.",
+    )
     _index_arguments(inspect, "index")
     inspect.add_argument("--sample", type=int, default=1000,
                          help="entries whose nearest neighbour is measured (default: %(default)s)")
     inspect.add_argument("--json", action="store_true", help="one JSON object instead of text")
     inspect.set_defaults(func=run_inspect)
 
-    export = subparsers.add_parser("export", help="write every entry of an index as JSON lines")
+    export = subparsers.add_parser(
+        "export", help="write every entry of an index as JSON lines",
+        description='Write a {"signature"} line (the fingerprint options of the index), then one '
+        '{"fingerprint", "key", "sketch"} line per entry. A disk store is read without its lock.',
+    )
     _index_arguments(export, "index")
     export.add_argument("output", metavar="OUT.jsonl", help="output file (.gz or - allowed)")
     export.set_defaults(func=run_export)
 
-    load = subparsers.add_parser("import", help="add the entries of a JSON-lines export to an index")
+    load = subparsers.add_parser(
+        "import", help="add the entries of a JSON-lines export to an index",
+        description="Add the entries of an export to an index (created if missing), refusing an export "
+        "made with other fingerprint options. Entries the index holds already (same fingerprint and key) "
+        "are skipped, so importing twice adds nothing the second time.",
+    )
     load.add_argument("input", metavar="IN.jsonl", help="input file (.gz or - allowed)")
     _index_arguments(load, "index")
     load.add_argument("--reset", action="store_true", help="empty the index (namespace) first")

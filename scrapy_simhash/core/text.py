@@ -128,7 +128,9 @@ def parse_html(
 ) -> etree._Element:
     """Parse *html* into an lxml tree without invisible elements (unless not *strip_invisible*).
 
-    Raise :class:`NotHtmlError` (``binary``, ``empty``, ``not_html``) when it is not a page.
+    Raise :class:`NotHtmlError` (``binary``, ``empty``, ``not_html``) when it is not a page,
+    and ``too_deep`` when it nests elements deeper than libxml2 reads (256 levels): the
+    parser then leaves out what lies deeper, so the text left is not the page's.
     """
     data, known_utf8, _ = _page_bytes(html)
     if isinstance(html, str):
@@ -140,11 +142,17 @@ def parse_html(
         root = etree.fromstring(data, _PARSER)
     except etree.LxmlError:
         root = None
+    if _hit_depth_limit(_PARSER.error_log):
+        raise NotHtmlError("too_deep")
     if root is None:
         raise NotHtmlError("empty")
     if strip_invisible:
         strip_invisible_elements(root)
     return root
+
+
+def _hit_depth_limit(log: etree._ListErrorLog) -> bool:
+    return any(error.type == etree.ErrorTypes.ERR_RESOURCE_LIMIT for error in log)
 
 
 def check_html(html: bytes | str) -> bool:
