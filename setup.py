@@ -26,6 +26,12 @@ def _lxml_include_dirs() -> list[str]:
     return list(lxml.get_include())
 
 
+def _lxml_version() -> str:
+    import lxml
+
+    return lxml.__version__
+
+
 def _c_extension(name: str, folder: Path, **options: object) -> Extension:
     """One module from the .c files of *folder*; its headers rebuild it when they change."""
     return Extension(
@@ -43,6 +49,10 @@ setup(
     ext_modules=[
         Extension("scrapy_simhash.index._scan", ["scrapy_simhash/index/_scan.c"], optional=True),
         _c_extension("scrapy_simhash.core._features", CORE / "features_c"),
-        *([_c_extension("scrapy_simhash.core._extract", CORE / "extract_c", include_dirs=_LXML_INCLUDES)] if _LXML_INCLUDES else []),
+        # The lxml it is built against is recorded: content.py runs it only with that lxml
+        # (and its libxml2), whose structures it reads.
+        *([_c_extension("scrapy_simhash.core._extract", CORE / "extract_c", include_dirs=_LXML_INCLUDES,
+                        define_macros=[("SIMHASH_BUILT_LXML", f'"{_lxml_version()}"')])]
+          if _LXML_INCLUDES else []),
     ]
 )

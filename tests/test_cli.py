@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import re
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_simhash import __version__
+from scrapy_simhash import Fingerprinter, FingerprintOptions, __version__
 from scrapy_simhash.cli import main
 from scrapy_simhash.core.fingerprint import from_hex, hamming_distance
 from scrapy_simhash.index import open_index
@@ -240,3 +241,50 @@ def test_a_truncated_gzip_is_named_after_the_lines_it_held(tmp_path: Path, capsy
     status, out, err = run_cli(capsys, "dedup", str(source), "--text-field", "text", "--quiet")
     assert status == 1 and str(source) in err
     assert out.count("\n") > 0  # the records before the cut were written
+
+
+@pytest.mark.parametrize("command", ["fingerprint", "compare", "dedup", "evaluate"])
+def test_every_fingerprint_setting_is_an_option_with_its_default(command: str) -> None:
+    from scrapy_simhash.cli import build_parser
+    from scrapy_simhash.cli._options import options_from_args
+
+    required = {"compare": ["a", "b"], "dedup": ["p"], "evaluate": ["--pages", "p", "--pairs", "q"]}
+    args = build_parser().parse_args([command, *required.get(command, [])])
+    for field in dataclasses.fields(FingerprintOptions):
+        assert hasattr(args, field.name), f"{command} has no --{field.name.replace('_', '-')}"
+    assert options_from_args(args) == FingerprintOptions()
+    given = build_parser().parse_args([command, *required.get(command, []), "--shingle-size", "2",
+                                       "--no-main-content", "--weighting", "log", "--max-weight", "4"])
+    assert options_from_args(given) == FingerprintOptions(shingle_size=2, main_content=False, weighting="log",
+                                                          max_weight=4.0)
+
+
+def test_dedup_into_an_index_uses_the_options_it_was_made_with(
+    pages: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An index a crawl made with SIMHASH_SHINGLE_SIZE = 2 and a hash key: dedup takes its
+    options, asks for the key, and refuses an option that conflicts, naming it."""
+    crawl_options = FingerprintOptions(shingle_size=2, segmenter="jieba", hash_key=b"s3cret")
+    store = str(tmp_path / "store")
+    open_index(store, signature=crawl_options.signature()).close()
+    source = tmp_path / "pages.jsonl"
+    source.write_text(json.dumps({"id": "a", "html": pages["original"].read_text()}) + "\n")
+
+    status, _, err = run_cli(capsys, "dedup", str(source), "--index", store, "-q")
+    assert status == 1 and "made with a hash key: give it with --hash-key" in err
+    status, out, err = run_cli(capsys, "dedup", str(source), "--index", store, "-q", "--hash-key", "s3cret")
+    assert status == 0, err
+    expected = Fingerprinter(dataclasses.replace(crawl_options, segmenter="auto")).from_html(
+        pages["original"].read_text()).fingerprint
+    assert json.loads(out)["fingerprint"] == f"{expected:016x}"
+    for option, message in [(["--shingle-size", "3"], "--shingle-size 3 conflicts with the index, made with "
+                                                        "shingle_size=2"),
+                            (["--segmenter", "char"], "--segmenter char conflicts"),
+                            (["--hash-key", "other"], "--hash-key (a key) conflicts with the index, made with "
+                                                      "hash_key=(another key)")]:
+        status, _, err = run_cli(capsys, "dedup", str(source), "--index", store, "-q", "--hash-key", "s3cret",
+                                 *option)
+        assert status == 1 and message in err, err
+    status, _, err = run_cli(capsys, "dedup", str(source), "--index", store, "-q", "--hash-key", "s3cret",
+                             "--shingle-size", "2", "--segmenter", "rjieba")  # the same options, given: accepted
+    assert status == 0, err

@@ -198,3 +198,34 @@ def test_block_keys_are_the_python_ones(blocks: list[str]) -> None:
 def test_block_keys_refuses_what_is_not_text() -> None:
     with pytest.raises(TypeError, match="blocks must be str"):
         BUILT.block_keys(["a", b"b"], templates._SHORT_BLOCK)
+
+
+def test_the_c_code_runs_only_with_the_lxml_it_was_built_against() -> None:
+    assert content.c_code_mismatch(("6.1.3", 21406), ("6.1.3", 21406)) is None
+    upgraded = content.c_code_mismatch(("6.1.3", 21406), ("6.2.0", 21500))
+    assert upgraded == "it was built against lxml 6.1.3 with libxml2 21406, and lxml 6.2.0 with libxml2 21500 runs"
+    assert content.c_code_mismatch(("6.1.3", 21406), ("6.1.3", 21407)) is not None
+
+
+@needs_c
+def test_after_an_lxml_upgrade_the_python_twin_runs_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import importlib
+
+    import lxml
+
+    page = etree.fromstring(b"<html><body><article><h1>T</h1><p>" + b"word " * 40 + b"</p></article></body></html>",
+                            etree.HTMLParser())
+    with_c = content.extract_main_blocks(page)
+    try:
+        monkeypatch.setattr(lxml, "__version__", "99.0.0")
+        with caplog.at_level("WARNING", logger="scrapy_simhash.core.content"):
+            importlib.reload(content)
+        assert content.kernel() == "python"
+        assert "built against lxml" in caplog.text and "lxml 99.0.0" in caplog.text
+        assert content.extract_main_blocks(page) == with_c
+    finally:
+        monkeypatch.undo()
+        importlib.reload(content)
+    assert content.kernel() == "c"

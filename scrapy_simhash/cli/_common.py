@@ -1,38 +1,12 @@
-"""Options shared by the sub-commands that fingerprint pages."""
+"""Options shared by the sub-commands: records, k, the confirmation (fingerprint options: :mod:`._options`)."""
 
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
-from ..core.fingerprinter import Fingerprinter, FingerprintOptions
 from ..index.base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY
 from ._io import warn
-
-
-def add_fingerprint_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--hash-key``, ``--min-tokens``, ``--wildcard-bits``: what a user may need to match a crawl."""
-    parser.add_argument(
-        "--hash-key",
-        default=os.environ.get("SIMHASH_HASH_KEY", ""),
-        help="secret key of the feature hash (default: $SIMHASH_HASH_KEY, else none); "
-        "must match the crawl's SIMHASH_HASH_KEY for fingerprints to be comparable",
-    )
-    parser.add_argument(
-        "--min-tokens",
-        type=int,
-        default=FingerprintOptions().min_tokens,
-        help="pages with fewer tokens are not fingerprinted (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--wildcard-bits",
-        type=int,
-        default=FingerprintOptions().wildcard_bits,
-        metavar="M",
-        help="least-confident bits of a page its check may ignore (default: %(default)s; "
-        "0: plain Hamming distance), as SIMHASH_WILDCARD_BITS",
-    )
 
 
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,17 +37,6 @@ def add_similarity_argument(parser: argparse.ArgumentParser) -> None:
         help="a match within k is a near-duplicate only when the pages' sketches estimate at least "
         "this Jaccard similarity (default: %(default)s; 0: no confirmation), as SIMHASH_MIN_SIMILARITY",
     )
-
-
-def options_from_args(args: argparse.Namespace) -> FingerprintOptions:
-    """The options of :func:`add_fingerprint_arguments`; the others at their defaults."""
-    return FingerprintOptions(
-        hash_key=args.hash_key.encode(), min_tokens=args.min_tokens, wildcard_bits=args.wildcard_bits
-    )
-
-
-def fingerprinter_from_args(args: argparse.Namespace) -> Fingerprinter:
-    return Fingerprinter(options_from_args(args))
 
 
 def record_id(record: dict[str, Any], args: argparse.Namespace, path: str, line_number: int) -> str:

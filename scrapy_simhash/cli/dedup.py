@@ -6,16 +6,15 @@ import argparse
 from typing import Any
 
 from ..core.fingerprint import to_hex
-from ..index import open_index
+from ..index import DiskIndex, SimhashIndexError, is_shared_spec, open_index
 from ._common import (
     add_distance_argument,
-    add_fingerprint_arguments,
     add_record_arguments,
     add_similarity_argument,
-    fingerprinter_from_args,
     record_id,
 )
 from ._io import Progress, open_output, read_jsonl, write_jsonl
+from ._options import add_fingerprint_arguments, fingerprinter_from_args
 from .fingerprint import fingerprint_record
 
 
@@ -46,7 +45,8 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    fingerprinter = fingerprinter_from_args(args)
+    # The options the index was made with, unless given: a crawl's SIMHASH_* settings.
+    fingerprinter = fingerprinter_from_args(args, index_signature(args.index))
     progress = Progress("dedup", ("near-duplicates", "unchanged"), enabled=not args.quiet)
     with (
         open_index(args.index, max_distance=args.max_distance, min_similarity=args.min_similarity,
@@ -71,3 +71,19 @@ def run(args: argparse.Namespace) -> int:
             progress.update("near-duplicates" if out["duplicate_of"] else None, "unchanged" if out["unchanged"] else None)
     progress.finish()
     return 0
+
+
+def index_signature(spec: str | None) -> str:
+    """The fingerprint options an existing index was made with (its signature), or ``""``
+    when there is no index there yet (or it cannot be read: opening it says why)."""
+    if spec in (None, "memory"):
+        return ""
+    try:
+        if is_shared_spec(spec):
+            index = open_index(spec, create=False)
+        else:
+            index = DiskIndex(spec, read_only=True)
+    except (OSError, SimhashIndexError):
+        return ""
+    with index:
+        return str(index.describe().get("signature") or "")

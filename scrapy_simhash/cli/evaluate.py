@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib.util
 from collections import Counter
 from typing import Any
 
 from .. import evaluation
-from ..core.features import WEIGHTINGS
-from ..core.fingerprinter import Fingerprinter, FingerprintOptions
-from ..core.segment import SEGMENTERS
+from ..core.fingerprinter import Fingerprinter
 from ..index.base import MAX_DISTANCE_LIMIT
-from ._common import add_fingerprint_arguments, add_similarity_argument, options_from_args
+from ._common import add_similarity_argument
 from ._io import Progress, read_jsonl, warn
+from ._options import add_fingerprint_arguments, fingerprinter_from_args
 
 #: Distances 0..N-1 get a row each in the printed histogram, the farther ones one row.
 _HISTOGRAM_ROWS = 16
@@ -41,47 +39,16 @@ def add_parser(subparsers: Any) -> None:
                         help=f"distances to score, 0..{MAX_DISTANCE_LIMIT} (default: %(default)s)")
     add_similarity_argument(parser)
     add_fingerprint_arguments(parser)
-    _add_feature_arguments(parser)
     parser.add_argument("--plot", metavar="FILE.png",
                         help="draw the distance histogram (needs the 'plot' extra: matplotlib)")
     parser.set_defaults(func=run)
-
-
-def _add_feature_arguments(parser: argparse.ArgumentParser) -> None:
-    """The feature options, to compare them on your own labelled pages before a crawl."""
-    defaults = FingerprintOptions()
-    group = parser.add_argument_group(
-        "features",
-        "as SIMHASH_SEGMENTER, SIMHASH_SHINGLE_SIZE, SIMHASH_WEIGHTING, SIMHASH_MAX_WEIGHT "
-        "(defaults: theirs)",
-    )
-    group.add_argument("--segmenter", choices=SEGMENTERS, default=defaults.segmenter,
-                       help="Han text: characters, or jieba words (default: %(default)s)")
-    group.add_argument("--shingle-size", type=int, default=defaults.shingle_size, metavar="N",
-                       help="tokens per shingle (default: %(default)s)")
-    group.add_argument("--weighting", choices=WEIGHTINGS, default=defaults.weighting,
-                       help="shingle weight on a page (default: %(default)s)")
-    group.add_argument("--max-weight", type=float, default=defaults.max_weight, metavar="W",
-                       help="largest weight of a shingle (default: %(default)s; inf: no cap)")
-
-
-def _fingerprinter(args: argparse.Namespace) -> Fingerprinter:
-    """The shared options' fingerprinter, with the feature options of the command line."""
-    options = options_from_args(args)
-    try:
-        return Fingerprinter(dataclasses.replace(
-            options, segmenter=args.segmenter, shingle_size=args.shingle_size, weighting=args.weighting,
-            max_weight=args.max_weight,
-        ))
-    except ImportError as exc:  # rjieba not installed
-        raise ValueError(str(exc)) from exc
 
 
 def run(args: argparse.Namespace) -> int:
     ks = _parse_ks(args.max_distance)
     if args.plot and importlib.util.find_spec("matplotlib") is None:  # before the long run
         raise ValueError("--plot needs matplotlib: pip install 'scrapy-simhash[plot]'")
-    fingerprints, wildcards, sketches, languages, order = _fingerprint_pages(args.pages, _fingerprinter(args))
+    fingerprints, wildcards, sketches, languages, order = _fingerprint_pages(args.pages, fingerprinter_from_args(args))
     labels = _read_labels(args.pairs, languages)
     if not labels.pairs:
         raise ValueError(f"{args.pairs}: no labelled pair between pages of {args.pages}: nothing to evaluate")

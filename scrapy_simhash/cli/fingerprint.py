@@ -12,13 +12,12 @@ from ..core.fingerprinter import Fingerprinter, FingerprintResult
 from ..core.sketch import similarity
 from ._common import (
     add_distance_argument,
-    add_fingerprint_arguments,
     add_record_arguments,
     add_similarity_argument,
-    fingerprinter_from_args,
     record_id,
 )
 from ._io import Progress, read_jsonl, warn, write_jsonl
+from ._options import add_fingerprint_arguments, fingerprinter_from_args
 
 
 def add_parser(subparsers: Any) -> None:

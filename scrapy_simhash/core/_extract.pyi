@@ -15,6 +15,8 @@ TEXT_BLOCK: int
 LISTING: int
 INVISIBLE: int
 NEVER_LINK_LIST: int
+BUILT_LXML_VERSION: str
+BUILT_LIBXML_VERSION: int
 
 class Unsupported(ValueError): ...
 

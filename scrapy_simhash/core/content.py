@@ -21,8 +21,10 @@ Any callable ``(root) -> list[str]`` can replace :func:`extract_main_blocks` (se
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
+import lxml
 from lxml import etree
 
 from . import boilerplate, descent, textsize
@@ -35,6 +37,8 @@ try:
     from . import _extract  # this module's algorithm in C, built at install when a compiler is there
 except ImportError:
     _extract = None  # type: ignore[assignment]
+
+logger = logging.getLogger(__name__)
 
 #: A pluggable extractor: parsed page (modifiable) -> its main-content text blocks.
 Extractor = Callable[[etree._Element], list[str]]
@@ -157,5 +161,30 @@ def _configure_c_code() -> None:
     _extract.configure(tags, boilerplate.attributes_say_boilerplate, credit, shares, counts)
 
 
+def c_code_mismatch(built: tuple[str, int], running: tuple[str, int]) -> str | None:
+    """Why the C extraction must not run here, or ``None``: it reads lxml's ``_Element``
+    and libxml2's nodes as the headers it was built with lay them out, so after an
+    upgrade of lxml (or a libxml2 of another version) it could misread the tree.
+    *built* and *running*: ``(lxml version, libxml2 version number)``.
+    """
+    if built == running:
+        return None
+    return (f"it was built against lxml {built[0]} with libxml2 {built[1]}, and lxml {running[0]} with "
+            f"libxml2 {running[1]} runs")
+
+
+def _running_lxml() -> tuple[str, int]:
+    major, minor, patch = etree.LIBXML_VERSION[:3]
+    return lxml.__version__, major * 10000 + minor * 100 + patch
+
+
 if _extract is not None:
-    _configure_c_code()
+    _mismatch = c_code_mismatch((_extract.BUILT_LXML_VERSION, _extract.BUILT_LIBXML_VERSION), _running_lxml())
+    if _mismatch is None:
+        _configure_c_code()
+    else:
+        logger.warning(
+            "Simhash runs its main-content extraction in Python, about 10x slower: %s."
+            " Reinstall scrapy-simhash to build it again (see the README, Set-up)", _mismatch,
+        )
+        _extract = None

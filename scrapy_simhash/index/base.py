@@ -50,7 +50,7 @@ def signature_difference(stored: str, current: str) -> str:
     >>> signature_difference("simhash-v3;min_tokens=10;shingle_size=2", "simhash-v4;min_tokens=10;shingle_size=3")
     'algorithm version 3 (stored) != 4 (now), shingle_size 2 (stored) != 3 (now)'
     """
-    old, new = _signature_fields(stored), _signature_fields(current)
+    old, new = signature_fields(stored), signature_fields(current)
     names = sorted(set(old) | set(new), key=lambda name: (name != "algorithm version", name))
     return ", ".join(
         f"{name} {old.get(name, '?')} (stored) != {new.get(name, '?')} (now)"
@@ -59,7 +59,8 @@ def signature_difference(stored: str, current: str) -> str:
     )
 
 
-def _signature_fields(signature: str) -> dict[str, str]:
+def signature_fields(signature: str) -> dict[str, str]:
+    """The ``name=value`` fields of a signature, and its ``"algorithm version"``."""
     version, _, rest = signature.partition(";")
     fields = dict(part.partition("=")[::2] for part in rest.split(";") if part)
     fields["algorithm version"] = version.removeprefix("simhash-v")

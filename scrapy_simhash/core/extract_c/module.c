@@ -5,6 +5,11 @@
  * public one, from the headers lxml ships.
  */
 #include "extract.h"
+#include <libxml/xmlversion.h>
+
+#ifndef SIMHASH_BUILT_LXML
+#define SIMHASH_BUILT_LXML "unknown" /* built without setup.py: never run (content.py) */
+#endif
 
 typedef struct {
     PyObject_HEAD void *document;
@@ -179,6 +184,13 @@ PyInit__extract(void)
             Py_DECREF(module);
             return NULL;
         }
+    }
+    /* What it was built against: it reads lxml's _Element and libxml2's nodes as these
+     * headers lay them out, so content.py runs it only where they are the ones that run. */
+    if (PyModule_AddStringConstant(module, "BUILT_LXML_VERSION", SIMHASH_BUILT_LXML) < 0
+        || PyModule_AddIntConstant(module, "BUILT_LIBXML_VERSION", LIBXML_VERSION) < 0) {
+        Py_DECREF(module);
+        return NULL;
     }
     return module;
 }
