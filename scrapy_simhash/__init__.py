@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .core.fingerprint import from_hex, hamming_distance, simhash, to_hex
-from .core.fingerprinter import Fingerprinter, FingerprintOptions, FingerprintResult
+from .core.fingerprinter import Fingerprinter, FingerprintOptions, FingerprintResult, main_text
 from .index import (
     IndexFormatError,
     IndexUnavailableError,
@@ -70,6 +70,7 @@ __all__ = [
     "SimhashSpiderMiddleware",
     "from_hex",
     "hamming_distance",
+    "main_text",
     "open_index",
     "simhash",
     "to_hex",

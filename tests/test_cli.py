@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import DEMO_SITE
 
-from scrapy_simhash import Fingerprinter, FingerprintOptions, __version__
+from scrapy_simhash import Fingerprinter, FingerprintOptions, __version__, main_text
 from scrapy_simhash.cli import main
 from scrapy_simhash.core.fingerprint import from_hex, hamming_distance
 from scrapy_simhash.index import open_index
@@ -156,7 +157,7 @@ def test_version_and_the_help_of_every_command(capsys: pytest.CaptureFixture[str
     with pytest.raises(SystemExit) as done:
         main(["--version"])
     assert done.value.code == 0 and capsys.readouterr().out.strip() == f"scrapy-simhash {__version__}"
-    for command in ("fingerprint", "compare", "dedup", "inspect", "export", "import", "evaluate"):
+    for command in ("fingerprint", "text", "compare", "dedup", "inspect", "export", "import", "evaluate"):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         usage, _, description = capsys.readouterr().out.partition("\n\n")
@@ -288,3 +289,32 @@ def test_dedup_into_an_index_uses_the_options_it_was_made_with(
     status, _, err = run_cli(capsys, "dedup", str(source), "--index", store, "-q", "--hash-key", "s3cret",
                              "--shingle-size", "2", "--segmenter", "rjieba")  # the same options, given: accepted
     assert status == 0, err
+
+
+def test_text_prints_the_main_text_as_fingerprinted(pages: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_cli(capsys, "text", str(pages["original"]))
+    assert status == 0 and out.splitlines() == main_text(pages["original"].read_bytes()).splitlines()
+    assert out.startswith("sentence number 0 explains") and out == out.lower()
+    article = str(DEMO_SITE / "articles" / "tide-pools.html")  # in its site's template
+    _, out, _ = run_cli(capsys, "text", article)
+    status, verbose, _ = run_cli(capsys, "text", "--verbose", article)
+    kept = [line[2:] for line in verbose.splitlines() if line.startswith("+ ")]
+    left_out = [line for line in verbose.splitlines() if line.startswith("- ")]
+    assert status == 0 and kept == out.splitlines() and len(kept) >= 5
+    assert "- home about newsletter mirrors  [not main content: navigation, boilerplate, or outside the main " \
+           "column]" in left_out
+    status, _, err = run_cli(capsys, "text", str(pages["original"]), str(pages["original"].parent / "nope.html"))
+    assert status == 1 and "nope.html: No such file or directory" in err
+
+
+def test_compare_diff_shows_where_the_main_texts_differ(
+    pages: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, _ = run_cli(capsys, "compare", "--diff", str(pages["original"]), str(pages["other"]))
+    removed = [line[1:] for line in out.splitlines() if line.startswith("-") and not line.startswith("---")]
+    added = [line[1:] for line in out.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    assert status == 0 and removed and added
+    assert set(removed) <= set(main_text(pages["original"].read_bytes()).splitlines())
+    assert set(added) <= set(main_text(pages["other"].read_bytes()).splitlines())
+    status, out, _ = run_cli(capsys, "compare", "--diff", str(pages["original"]), str(pages["original"]))
+    assert "(same main text)" in out

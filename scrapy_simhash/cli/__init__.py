@@ -18,6 +18,7 @@ from ._io import warn
 # Modules that define sub-commands, in the order ``--help`` lists them.
 _COMMAND_MODULES = (
     "fingerprint",
+    "text",
     "dedup",
     "indextools",
     "evaluate",
@@ -27,7 +28,8 @@ _COMMAND_MODULES = (
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="scrapy-simhash",
-        description="Near-duplicate detection with SimHash: fingerprint and compare pages, dedup "
+        description="Near-duplicate detection with SimHash: fingerprint and compare pages, show their "
+        "main text, dedup "
         "JSON-lines pages against an index, inspect, export and import an index, evaluate on labelled pairs.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from ..core.fingerprint import hamming_distance, to_hex
 from ..core.fingerprinter import Fingerprinter, FingerprintResult
 from ..core.sketch import similarity
+from ..core.text import NotHtmlError
 from ._common import (
     add_distance_argument,
     add_record_arguments,
@@ -43,6 +45,8 @@ def add_parser(subparsers: Any) -> None:
     )
     compare.add_argument("first", metavar="A", help="HTML file")
     compare.add_argument("second", metavar="B", help="HTML file")
+    compare.add_argument("--diff", action="store_true",
+                         help="also show where the two main texts differ (a unified diff of their blocks)")
     add_distance_argument(compare)
     add_similarity_argument(compare)
     add_fingerprint_arguments(compare)
@@ -97,15 +101,19 @@ def run_fingerprint(args: argparse.Namespace) -> int:
 def run_compare(args: argparse.Namespace) -> int:
     fingerprinter = fingerprinter_from_args(args)
     results = []
+    bodies = []
     for name in (args.first, args.second):
         try:
-            results.append(fingerprinter.from_html(Path(name).read_bytes()))
+            bodies.append(Path(name).read_bytes())
         except OSError as exc:
             warn(f"{name}: {exc.strerror}")
             return 2
+        results.append(fingerprinter.from_html(bodies[-1]))
         print(f"{describe(results[-1])}  {name}")
         if results[-1].fingerprint is None:
             warn(f"compare: {name}: not fingerprinted ({results[-1].skip_reason})")
+    if args.diff:
+        print_diff(fingerprinter, args.first, args.second, *bodies)
     first, second = (result.fingerprint for result in results)
     if first is None or second is None:
         print("distance: - (a page was not fingerprinted)")
@@ -119,6 +127,17 @@ def run_compare(args: argparse.Namespace) -> int:
           f"{similarity_of(results[0], results[1]):.2f} ({verdict} at k={args.max_distance}, "
           f"min similarity {args.min_similarity})")
     return 0
+
+
+def print_diff(fingerprinter: Fingerprinter, first: str, second: str, *bodies: bytes) -> None:
+    """Where the two pages' main texts (as fingerprinted, a block a line) differ."""
+    texts = []
+    for body in bodies:
+        try:
+            texts.append(fingerprinter.main_blocks(body))
+        except NotHtmlError:
+            texts.append([])
+    print("\n".join(difflib.unified_diff(*texts, fromfile=first, tofile=second, lineterm="")) or "(same main text)")
 
 
 def similarity_of(first: FingerprintResult, second: FingerprintResult) -> float:

@@ -157,12 +157,23 @@ class Fingerprinter:
     ) -> FingerprintResult:
         """Fingerprint a page; *encoding* is the HTTP-declared one, if any."""
         try:
-            # Our extractor leaves invisible elements out itself (in C, without a walk of the tree).
-            strip = self._extract is not content.extract_main_blocks
-            root = text.parse_html(html, encoding=encoding, strip_invisible=strip)
+            raw_blocks = self._raw_blocks(html, encoding)
         except text.NotHtmlError as exc:
             return FingerprintResult(None, skip_reason=exc.reason)
-        return self._from_raw_blocks(self._extract(root), url)
+        return self._from_raw_blocks(raw_blocks, url)
+
+    def main_blocks(self, html: bytes | str, *, encoding: str | None = None) -> list[str]:
+        """The text blocks of a page as :meth:`from_html` fingerprints them: its main text,
+        normalised (the template memory aside). What "why was this page dropped?" reads.
+
+        Raise :class:`~.text.NotHtmlError` (``.reason``) when it is not a page.
+        """
+        return content_blocks(self._raw_blocks(html, encoding))
+
+    def _raw_blocks(self, html: bytes | str, encoding: str | None) -> list[str]:
+        # Our extractor leaves invisible elements out itself (in C, without a walk of the tree).
+        strip = self._extract is not content.extract_main_blocks
+        return self._extract(text.parse_html(html, encoding=encoding, strip_invisible=strip))
 
     def from_tree(
         self, tree: Callable[[], etree._Element], html: bytes | str, *, url: str | None = None
@@ -219,6 +230,19 @@ def python_stages() -> list[str]:
     not built at install (no C compiler), and fingerprinting takes about twice as long."""
     kernels = {"main-content extraction": content.kernel(), "features": features.kernel()}
     return [stage for stage, kernel in kernels.items() if kernel != "c"]
+
+
+def main_text(html: bytes | str, options: FingerprintOptions | None = None) -> str:
+    """The main text of a page as it is fingerprinted, a block a line (``""`` for what is
+    not a page): ``scrapy-simhash text`` in Python.
+
+    >>> main_text("<html><body><nav><a href=/>Home</a></nav><p>Hello,   World!</p></body></html>")
+    'hello, world!'
+    """
+    try:
+        return "\n".join(Fingerprinter(options).main_blocks(html))
+    except text.NotHtmlError:
+        return ""
 
 
 def content_blocks(raw_blocks: list[str]) -> list[str]:

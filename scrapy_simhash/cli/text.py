@@ -1,0 +1,73 @@
+"""``text``: the main text of pages as they are fingerprinted ("why was this page dropped?")."""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..core import text
+from ..core.boilerplate import is_credit_line
+from ..core.fingerprinter import Fingerprinter, content_blocks
+from ._io import warn
+from ._options import add_fingerprint_arguments, fingerprinter_from_args
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "text",
+        help="print the main text of HTML files as it is fingerprinted",
+        description="Print each page's main text as it is fingerprinted: normalised (NFKC, case-folded, "
+        "whitespace collapsed), a block a line. With --verbose, every visible block of the page, in "
+        "order: '+' kept, '-' left out, with why.",
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="HTML files")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also the blocks left out, and why")
+    add_fingerprint_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    fingerprinter = fingerprinter_from_args(args)
+    status = 0
+    for name in args.files:
+        if len(args.files) > 1:
+            print(f"==> {name} <==")
+        try:
+            body = Path(name).read_bytes()
+            lines = annotated(fingerprinter, body) if args.verbose else fingerprinter.main_blocks(body)
+        except OSError as exc:
+            warn(f"text: {name}: {exc.strerror}")
+            status = 1
+            continue
+        except text.NotHtmlError as exc:
+            warn(f"text: {name}: not fingerprinted ({exc.reason})")
+            status = 1
+            continue
+        print("\n".join(lines))
+    return status
+
+
+def annotated(fingerprinter: Fingerprinter, html: bytes) -> list[str]:
+    """Every visible block of the page, in order: ``+ block`` when it is fingerprinted,
+    ``- block  [why]`` when it is left out."""
+    kept = Counter(fingerprinter.main_blocks(html))
+    lines = []
+    for raw in text.split_blocks(text.parse_html(html)):
+        normalised = content_blocks([raw])
+        if not normalised:
+            continue  # blank, or no letter: not text
+        block = normalised[0]
+        if kept[block] > 0:
+            kept[block] -= 1
+            lines.append(f"+ {block}")
+        else:
+            lines.append(f"- {block}  [{_why_left_out(raw)}]")
+    return lines
+
+
+def _why_left_out(raw: str) -> str:
+    if is_credit_line(raw.strip()):
+        return "a credit or legal line"
+    return "not main content: navigation, boilerplate, or outside the main column"
