@@ -12,6 +12,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO, Any
 
+from ._warc import is_archive, read_archive
+
 
 @contextmanager
 def open_output(path: str) -> Iterator[IO[str]]:
@@ -24,6 +26,13 @@ def open_output(path: str) -> Iterator[IO[str]]:
     else:
         with open(path, "w", encoding="utf-8") as stream:
             yield stream
+
+
+def read_pages(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """:func:`read_jsonl`, or the response records of a crawl archive (:mod:`._warc`)."""
+    if is_archive(path):
+        return read_archive(path)
+    return read_jsonl(path)
 
 
 def read_jsonl(path: str) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -13,7 +13,7 @@ from ._common import (
     add_similarity_argument,
     record_id,
 )
-from ._io import Progress, open_output, read_jsonl, write_jsonl
+from ._io import Progress, open_output, read_pages, write_jsonl
 from ._options import add_fingerprint_arguments, fingerprinter_from_args
 from .fingerprint import fingerprint_record
 
@@ -28,7 +28,9 @@ def add_parser(subparsers: Any) -> None:
         'true, not a near-duplicate, and adds nothing. Pages that cannot be fingerprinted (too short, '
         'not HTML) carry "skip_reason" and are kept.',
     )
-    parser.add_argument("pages", metavar="PAGES.jsonl", help="JSON-lines input (.gz or - allowed)")
+    parser.add_argument("pages", metavar="PAGES.jsonl",
+                        help="JSON-lines input (.gz or - allowed), or a crawl archive (.warc[.gz]: its response "
+                        "records, the target URI as id)")
     add_record_arguments(parser)
     parser.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
     parser.add_argument(
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
                    signature=fingerprinter.options.signature()) as index,
         open_output(args.output) as output,
     ):
-        for line_number, record in read_jsonl(args.pages):
+        for line_number, record in read_pages(args.pages):
             page_id = record_id(record, args, args.pages, line_number)
             result = fingerprint_record(fingerprinter, record, args)
             out: dict[str, Any] = {"id": page_id, "fingerprint": None, "duplicate_of": None,

@@ -18,7 +18,7 @@ from ._common import (
     add_similarity_argument,
     record_id,
 )
-from ._io import Progress, read_jsonl, warn, write_jsonl
+from ._io import Progress, read_pages, warn, write_jsonl
 from ._options import add_fingerprint_arguments, fingerprinter_from_args
 
 
@@ -30,7 +30,8 @@ def add_parser(subparsers: Any) -> None:
         'one JSON line {"id", "fingerprint", "skip_reason"} per record.',
     )
     fingerprint.add_argument("files", nargs="*", metavar="FILE", help="HTML files")
-    fingerprint.add_argument("--jsonl", metavar="FILE", help="JSON-lines input (.gz or - allowed)")
+    fingerprint.add_argument("--jsonl", metavar="FILE",
+                             help="JSON-lines input (.gz or - allowed), or a crawl archive (.warc[.gz])")
     fingerprint.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr (--jsonl)")
     add_record_arguments(fingerprint)
     add_fingerprint_arguments(fingerprint)
@@ -61,7 +62,9 @@ def fingerprint_record(
         return fingerprinter.from_text(str(record.get(args.text_field) or ""))
     html = record.get(args.html_field or "html") or ""
     url = record.get(args.url_field)
-    return fingerprinter.from_html(str(html), url=url if isinstance(url, str) else None)
+    encoding = record.get("encoding") if isinstance(html, bytes) else None  # a WARC record's body
+    return fingerprinter.from_html(html if isinstance(html, bytes) else str(html),
+                                   url=url if isinstance(url, str) else None, encoding=encoding)
 
 
 def describe(result: FingerprintResult) -> str:
@@ -86,7 +89,7 @@ def run_fingerprint(args: argparse.Namespace) -> int:
         print(f"{describe(fingerprinter.from_html(body))}  {name}")
     if args.jsonl:
         progress = Progress("fingerprint", ("skipped",), enabled=not args.quiet)
-        for line_number, record in read_jsonl(args.jsonl):
+        for line_number, record in read_pages(args.jsonl):
             result = fingerprint_record(fingerprinter, record, args)
             progress.update("skipped" if result.skip_reason else None)
             fingerprint = None if result.fingerprint is None else to_hex(result.fingerprint)
