@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from operator import itemgetter
 from typing import Any
 
 from ..core.fingerprint import to_hex
@@ -15,7 +16,8 @@ from ._common import (
 )
 from ._io import Progress, open_output, read_pages, write_jsonl
 from ._options import add_fingerprint_arguments, fingerprinter_from_args
-from .fingerprint import fingerprint_record
+from ._parallel import ENGINES, default_jobs, fingerprint_all
+from .fingerprint import page_input
 
 
 def add_parser(subparsers: Any) -> None:
@@ -40,6 +42,16 @@ def add_parser(subparsers: Any) -> None:
         "(default: a fresh in-memory index)",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("--engine", choices=ENGINES, default="local",
+                        help="where pages are fingerprinted: local processes, or a Dask cluster (the 'dask' "
+                        "extra); the check-and-record stays one pass in input order here, so the verdicts "
+                        "are the same (default: %(default)s)")
+    parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                        help="processes (local) or workers (a local Dask cluster) fingerprinting pages; "
+                        "0: one per core (default: %(default)s)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="with --engine dask: the scheduler of a running cluster (tcp://host:8786), "
+                        "instead of a local cluster of --jobs workers")
     add_distance_argument(parser)
     add_similarity_argument(parser)
     add_fingerprint_arguments(parser)
@@ -48,16 +60,20 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # The options the index was made with, unless given: a crawl's SIMHASH_* settings.
-    fingerprinter = fingerprinter_from_args(args, index_signature(args.index))
+    options = fingerprinter_from_args(args, index_signature(args.index)).options
+    if args.jobs < 0:
+        raise ValueError(f"--jobs must be 0 (one per core) or more, not {args.jobs}")
     progress = Progress("dedup", ("near-duplicates", "unchanged"), enabled=not args.quiet)
+    pages = ((record_id(record, args, args.pages, number), page_input(record, args))
+             for number, record in read_pages(args.pages))
     with (
         open_index(args.index, max_distance=args.max_distance, min_similarity=args.min_similarity,
-                   signature=fingerprinter.options.signature()) as index,
+                   signature=options.signature()) as index,
         open_output(args.output) as output,
     ):
-        for line_number, record in read_pages(args.pages):
-            page_id = record_id(record, args, args.pages, line_number)
-            result = fingerprint_record(fingerprinter, record, args)
+        fingerprinted = fingerprint_all(options, pages, itemgetter(1), engine=args.engine,
+                                        jobs=args.jobs or default_jobs(), scheduler=args.scheduler)
+        for (page_id, _), result in fingerprinted:
             out: dict[str, Any] = {"id": page_id, "fingerprint": None, "duplicate_of": None,
                                    "distance": None, "similarity": None, "unchanged": False}
             if result.fingerprint is None:

@@ -20,6 +20,7 @@ from ._common import (
 )
 from ._io import Progress, read_pages, warn, write_jsonl
 from ._options import add_fingerprint_arguments, fingerprinter_from_args
+from ._parallel import PageInput, fingerprint_input
 
 
 def add_parser(subparsers: Any) -> None:
@@ -58,13 +59,18 @@ def fingerprint_record(
     fingerprinter: Fingerprinter, record: dict[str, Any], args: argparse.Namespace
 ) -> FingerprintResult:
     """Fingerprint one JSON-lines record by the field the arguments name."""
+    return fingerprint_input(fingerprinter, page_input(record, args))
+
+
+def page_input(record: dict[str, Any], args: argparse.Namespace) -> PageInput:
+    """The page of a record, by the fields the arguments name."""
     if args.text_field:
-        return fingerprinter.from_text(str(record.get(args.text_field) or ""))
+        return PageInput(None, str(record.get(args.text_field) or ""), None, None)
     html = record.get(args.html_field or "html") or ""
     url = record.get(args.url_field)
     encoding = record.get("encoding") if isinstance(html, bytes) else None  # a WARC record's body
-    return fingerprinter.from_html(html if isinstance(html, bytes) else str(html),
-                                   url=url if isinstance(url, str) else None, encoding=encoding)
+    return PageInput(html if isinstance(html, bytes) else str(html), None, url if isinstance(url, str) else None,
+                     encoding)
 
 
 def describe(result: FingerprintResult) -> str:
