@@ -318,3 +318,14 @@ def test_compare_diff_shows_where_the_main_texts_differ(
     assert set(added) <= set(main_text(pages["other"].read_bytes()).splitlines())
     status, out, _ = run_cli(capsys, "compare", "--diff", str(pages["original"]), str(pages["original"]))
     assert "(same main text)" in out
+
+
+def test_evaluate_shows_its_progress_on_stderr(pages: dict[str, Path], tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    source, pairs = tmp_path / "pages.jsonl", tmp_path / "pairs.jsonl"
+    source.write_text("".join(json.dumps({"id": name, "lang": "en", "html": path.read_text()}) + "\n"
+                              for name, path in pages.items()))
+    pairs.write_text(json.dumps({"id_a": "original", "id_b": "copy", "label": "dup", "kind": "edit"}) + "\n")
+    status, out, err = run_cli(capsys, "evaluate", "--pages", str(source), "--pairs", str(pairs), "-k", "3")
+    assert status == 0 and "crawl order, k=3" in out
+    assert "evaluate: fingerprinting: 4 records, 1 skipped" in err

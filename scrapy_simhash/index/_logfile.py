@@ -74,7 +74,7 @@ _SEED, _MUL1, _MUL2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 # One multiplier per checked word (all but the check itself), alternating.
 _MULTIPLIERS = tuple(_MUL1 if word % 2 == 0 else _MUL2 for word in range(_WORDS - 1))
 _MASK64 = (1 << 64) - 1
-RESET_HINT = "delete it or set SIMHASH_INDEX_RESET=True"
+RESET_HINT = "delete it, or reset it (SIMHASH_INDEX_RESET=True in a crawl, import --reset on the command line)"
 # Format 1 is readable but useless now: without sketches no match can be confirmed.
 _FORMAT_1_HINT = (
     "its entries have no minwise sketch, which confirms every match now; start a new index "
