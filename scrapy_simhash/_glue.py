@@ -73,7 +73,9 @@ class NearDuplicateChecker:
             info = self._indexes.for_host("").describe()  # counts the entries once (a scan in Redis with TTL)
         except OSError as exc:  # a path that cannot be a directory, no permission, a full disk
             reason = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
-            raise ValueError(f"SIMHASH_INDEX={self.config.index!r}: cannot open or create the index: {reason}") from exc
+            raise ValueError(
+                f"SIMHASH_INDEX={self.config.index!r}: cannot open or create the index: {reason}"
+            ) from exc
         self._logger.info(
             "Simhash %(kind)s index opened: %(index)s", {"kind": self._kind, "index": summary(info)}
         )
@@ -119,8 +121,7 @@ class NearDuplicateChecker:
             return None
         if self._index_errors:
             self._index_back()
-        if is_unchanged(match, key):
-            assert match is not None
+        if match is not None and is_unchanged(match, key):
             return self._own_record(match, key, checked_before)
         self._count_result(key, match)
         return match

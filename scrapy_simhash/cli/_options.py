@@ -42,12 +42,12 @@ def add_fingerprint_arguments(parser: argparse.ArgumentParser) -> None:
         shown = "" if field.name == "hash_key" else f" (default: {default}), as SIMHASH_{field.name.upper()}"
         if isinstance(default, bool):
             group.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
-                               help=_HELP[field.name] + shown)
+                               help=_HELP.get(field.name, field.name.replace("_", " ")) + shown)
             continue
         kind = {int: int, float: float}.get(type(default), str)
         group.add_argument(flag, type=kind, default=None, choices=_CHOICES.get(field.name),
                            metavar=None if field.name in _CHOICES else field.name.split("_")[-1].upper(),
-                           help=_HELP[field.name] + shown)
+                           help=_HELP.get(field.name, field.name.replace("_", " ")) + shown)
 
 
 def options_from_args(args: argparse.Namespace, stored_signature: str = "") -> FingerprintOptions:
