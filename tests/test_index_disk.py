@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import os
 import random
 import struct
@@ -121,9 +122,34 @@ def _corrupt_record(path: Path) -> None:
     _overwrite(path / LOG, lf.HEADER_SIZE + 3 * lf.RECORD.itemsize + 1, b"\xff\xfe")
 
 
-def _cut_keys(path: Path) -> None:
-    # Keys are written before their records: no crash leaves a record without its key.
+def _cut_keys_inside(path: Path) -> None:
+    # A damaged key file: records without their keys, followed by records with theirs.
     os.truncate(path / "keys.log", os.path.getsize(path / "keys.log") // 2)
+    with DiskIndex(path) as index:  # (reopened: the records without keys are dropped, then...)
+        pass
+    keys_size = os.path.getsize(path / "keys.log")
+    with open(path / LOG, "ab") as log:  # ...a record past the key file's end, then one inside it
+        log.write(lf.pack_record(123, keys_size - 2, 8, 0, lf.OP_ADD, None))
+        log.write(lf.pack_record(456, lf.KEYS_HEADER_SIZE, 1, 0, lf.OP_ADD, None))
+
+
+def test_a_key_file_that_lost_its_tail_loses_only_the_entries_of_that_tail(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A power cut before the disk had the key file's tail, or a full disk: the records
+    whose keys are gone are the last ones; the store opens without them, and goes on."""
+    filled(tmp_path, 10)
+    with DiskIndex(tmp_path) as index:
+        before = list(index.items())
+    os.truncate(tmp_path / "keys.log", os.path.getsize(tmp_path / "keys.log") - 10)  # the last key, cut
+    with DiskIndex(tmp_path, read_only=True) as reader:  # a reader changes nothing
+        assert sorted(reader.items()) == sorted(before[:-1])
+    with caplog.at_level(logging.WARNING), DiskIndex(tmp_path) as index:
+        assert sorted(index.items()) == sorted(before[:-1])
+        index.add(0xABC, "after the cut")
+    assert "keys.log lost with its tail" in caplog.text
+    with DiskIndex(tmp_path) as index:
+        assert sorted(index.items()) == sorted([*before[:-1], (0xABC, "after the cut")])
 
 
 @pytest.mark.parametrize(
@@ -134,7 +160,7 @@ def _cut_keys(path: Path) -> None:
         (_truncated_header, "truncated or corrupt header"),
         (_corrupt_record, "corrupt record #3"),
         (_corrupt_sketch, "corrupt record #3"),
-        (_cut_keys, r"keys.log is damaged: \d+ records"),
+        (_cut_keys_inside, r"keys.log is damaged: \d+ records"),
     ],
 )
 def test_unreadable_store_raises_a_clear_error(tmp_path: Path, damage, message: str) -> None:

@@ -51,9 +51,11 @@ class DiskStore:
         self.truncated_bytes = contents.truncated_bytes
         if self.truncated_bytes and not read_only:  # (a reader may see a write in progress)
             logger.warning(
-                "Dropped %(bytes)d bytes of an interrupted write at the end of %(path)s",
-                {"bytes": self.truncated_bytes, "path": self.log_path},
+                "Dropped %(bytes)d bytes at the end of %(path)s: an interrupted write, or records whose"
+                " keys %(keys)s lost with its tail",
+                {"bytes": self.truncated_bytes, "path": self.log_path, "keys": self.keys_path},
             )
+            # New keys go where the key file ends now: records that pointed past it must go.
             os.ftruncate(self._log_fd, contents.valid_size)
         declared = contents.records[contents.records["op"] == lf.OP_NAMESPACE]
         self._namespaces = {self._key_of(r): int(r["namespace"]) for r in declared}

@@ -177,9 +177,11 @@ def read_records(path: str, keys_path: str) -> LogContents:
     """Every valid record of the log at *path*, whose keys are in *keys_path*.
 
     A record with a wrong check value is a torn write; at the end of the log it is
-    the tail of an interrupted write. A record whose check holds but whose key is
-    past the end of the key file cannot come from a crash (keys are written first):
-    the key file is damaged, and :class:`IndexFormatError` says so.
+    the tail of an interrupted write. Records whose keys lie past the end of the key
+    file are what a key file that lost its tail (a power cut before the disk had it, a
+    full disk) leaves: keys are appended in record order, so they are the last records,
+    and they are dropped with that tail. Anything else is damage, and
+    :class:`IndexFormatError` says so.
     """
     size = os.path.getsize(path)
     # The key file's size after the log's: a reader beside a live writer then sees
@@ -188,22 +190,23 @@ def read_records(path: str, keys_path: str) -> LogContents:
     count = max(0, size - HEADER_SIZE) // RECORD.itemsize
     records = np.fromfile(path, dtype=RECORD, count=count, offset=HEADER_SIZE)
     valid = check_values(records) == records["check"]
+    if not valid.all():
+        first_bad = int(np.argmin(valid))
+        if valid[first_bad:].any():
+            where = HEADER_SIZE + first_bad * RECORD.itemsize
+            raise IndexFormatError(
+                f"{path} has a corrupt record #{first_bad} at byte {where} followed by "
+                f"valid ones (damaged file, not an interrupted write): {RESET_HINT}"
+            )
+        records = records[:first_bad]
     ends = records["key_offset"] + records["key_length"]
     keyed = (ends <= np.uint64(keys_size)) & (records["key_offset"] >= np.uint64(KEYS_HEADER_SIZE))
-    if not keyed[valid].all():
-        lost = int(np.count_nonzero(valid & ~keyed))
-        raise IndexFormatError(
-            f"{keys_path} is damaged: {lost} records of {path} point past its end "
-            f"({keys_size} bytes): {RESET_HINT}"
-        )
-    if valid.all():
-        return LogContents(records, size - HEADER_SIZE - count * RECORD.itemsize)
-    first_bad = int(np.argmin(valid))
-    if valid[first_bad:].any():
-        where = HEADER_SIZE + first_bad * RECORD.itemsize
-        raise IndexFormatError(
-            f"{path} has a corrupt record #{first_bad} at byte {where} followed by "
-            f"valid ones (damaged file, not an interrupted write): {RESET_HINT}"
-        )
-    kept = records[:first_bad]
-    return LogContents(kept, size - HEADER_SIZE - first_bad * RECORD.itemsize)
+    if not keyed.all():
+        first_lost = int(np.argmin(keyed))
+        if keyed[first_lost:].any():
+            raise IndexFormatError(
+                f"{keys_path} is damaged: {int(np.count_nonzero(~keyed))} records of {path} point past its "
+                f"end ({keys_size} bytes) and are followed by records that do not: {RESET_HINT}"
+            )
+        records = records[:first_lost]
+    return LogContents(records, size - HEADER_SIZE - len(records) * RECORD.itemsize)
