@@ -66,6 +66,7 @@ class ComponentIndexes:
             signature=config.fingerprint.signature(),
             reset=config.index_reset,
             ttl=config.ttl,
+            fsync_seconds=config.fsync,
         )
 
 

@@ -58,6 +58,9 @@ class SimhashSettings:
     expected_size: int = 1_000_000
     index_reset: bool = False
     ttl: float | None = None
+    #: A disk store fsyncs at most this many seconds after a write (0: after each write;
+    #: None: at close only): what a power cut may cost.
+    fsync: float | None = None
     on_index_error: OnIndexError = "keep"
     fingerprint: FingerprintOptions = dataclasses.field(default_factory=FingerprintOptions)
 
@@ -79,6 +82,7 @@ class SimhashSettings:
             expected_size=_expected_size(settings),
             index_reset=_read(settings, "SIMHASH_INDEX_RESET", settings.getbool, False),
             ttl=_ttl(settings),
+            fsync=_fsync(settings),
             on_index_error=_choice(settings, "SIMHASH_ON_INDEX_ERROR", _ON_INDEX_ERROR),
             fingerprint=fingerprint_options(settings),
         )
@@ -192,6 +196,20 @@ def _ttl(settings: BaseSettings) -> float | None:
     if not (math.isfinite(ttl) and ttl >= 1):  # Redis expires whole seconds
         raise ValueError(f"SIMHASH_TTL must be a number of seconds, at least 1, not {ttl!r}")
     return ttl
+
+
+def _fsync(settings: BaseSettings) -> float | None:
+    """SIMHASH_FSYNC: "off" (or False), "always" (or True, 0), or seconds (> 0)."""
+    value = settings.get("SIMHASH_FSYNC")
+    if isinstance(value, bool) or value in (None, "off", "always", ""):
+        return 0.0 if value is True or value == "always" else None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not 0 <= seconds < math.inf:
+        raise ValueError(f"SIMHASH_FSYNC must be 'off', 'always' or a number of seconds, not {value!r}")
+    return seconds
 
 
 def _index_spec(settings: BaseSettings) -> str | None:

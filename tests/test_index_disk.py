@@ -298,3 +298,34 @@ def test_read_only_never_creates_a_store(tmp_path: Path) -> None:
     with pytest.raises(IndexFormatError, match="holds no scrapy-simhash index"):
         DiskIndex(tmp_path, read_only=True)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("fsync_seconds", "expected"), [(None, 0), (0.0, 2 * 5), (3600.0, 0)])
+def test_fsync_seconds_says_how_often_the_files_reach_the_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsync_seconds: float | None, expected: int
+) -> None:
+    synced: list[int] = []
+    monkeypatch.setattr(os, "fsync", synced.append)
+    with DiskIndex(tmp_path, fsync_seconds=fsync_seconds) as index:
+        synced.clear()  # (creating the files syncs them)
+        for n in range(5):
+            index.add(n << 20, f"k{n}")
+        assert len(synced) == expected  # keys then log, each time it is due
+        synced.clear()
+        index.flush()  # what the crawl does when it closes
+        assert len(synced) == 2
+
+
+def test_fsync_seconds_syncs_the_first_write_after_the_interval(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    monkeypatch.setattr(os, "fsync", synced.append)
+    with DiskIndex(tmp_path, fsync_seconds=60.0) as index:
+        synced.clear()  # (creating the files syncs them)
+        index.add(1, "a")
+        assert synced == []
+        store = index._store
+        store._synced_at -= 61  # a minute later
+        index.add(2, "b")
+        assert len(synced) == 2
+        index.add(3, "c")
+        assert len(synced) == 2

@@ -49,6 +49,7 @@ def open_index(
     reset: bool = False,
     ttl: float | None = None,
     create: bool = True,
+    fsync_seconds: float | None = None,
 ) -> SimhashIndex:
     """Open the index that *spec* names.
 
@@ -61,7 +62,9 @@ def open_index(
     confirm a match (:class:`SimhashIndex`); *signature*
     (:meth:`FingerprintOptions.signature`) lets a stored index refuse fingerprints
     made with other options; *reset* starts it empty; *ttl*
-    (seconds) lets an entry expire where the backend supports it; *create* false
+    (seconds) lets an entry expire where the backend supports it; *fsync_seconds* makes a
+    disk store ``fsync`` at most that long after a write (0: after each; ``None``: only when
+    flushed and closed); *create* false
     refuses a Redis namespace that does not exist yet (:exc:`SimhashIndexError`)
     instead of making it empty (tools that only read a path open it read-only,
     :class:`DiskIndex`, and check it exists themselves).
@@ -74,7 +77,7 @@ def open_index(
         _warn_ttl_ignored("memory" if text == "memory" else "disk")
     if text == "memory":
         return MemoryIndex(max_distance, expected_size=expected_size, min_similarity=min_similarity)
-    return DiskIndex(text, max_distance, expected_size=expected_size, namespace=namespace,
+    return DiskIndex(text, max_distance, expected_size=expected_size, namespace=namespace, fsync_seconds=fsync_seconds,
                      signature=signature, reset=reset, min_similarity=min_similarity)
 
 

@@ -13,6 +13,7 @@ import datetime
 import logging
 import os
 import socket
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -34,9 +35,15 @@ class DiskStore:
     """The append-only files of one store directory."""
 
     def __init__(
-        self, directory: str, *, signature: str, reset: bool, durable: bool, read_only: bool = False
+        self, directory: str, *, signature: str, reset: bool, fsync_seconds: float | None = None,
+        read_only: bool = False,
     ) -> None:
-        self.directory, self.durable, self.read_only = directory, durable, read_only
+        """*fsync_seconds*: ``None``, never ``fsync`` (a killed process loses nothing, a power
+        cut the writes the disk did not have yet); ``0``, after every write; ``T``, at most
+        T seconds after a write (the first write T seconds after the last ``fsync``)."""
+        self.directory, self.read_only = directory, read_only
+        self.fsync_seconds = fsync_seconds
+        self._synced_at = time.monotonic()
         self.log_path = os.path.join(directory, LOG_NAME)
         self.keys_path = os.path.join(directory, KEYS_NAME)
         if read_only and not os.path.exists(self.log_path):
@@ -150,6 +157,7 @@ class DiskStore:
         data = encode_key(key)
         offset = self._write_keys(data)
         self._write_log(lf.pack_record(fingerprint, offset, len(data), namespace, op, sketch))
+        self._sync_if_due()
 
     def append_many(
         self,
@@ -170,11 +178,20 @@ class DiskStore:
         records["namespace"] = namespace
         records["op"] = lf.OP_ADD
         self._write_log(lf.pack_records(records))
+        self._sync_if_due()
 
     def flush(self) -> None:
         if not self.read_only:
-            os.fsync(self._keys_fd)
+            os.fsync(self._keys_fd)  # keys first: a record is never on disk without its key
             os.fsync(self._log_fd)
+            self._synced_at = time.monotonic()
+
+    def _sync_if_due(self) -> None:
+        if self.fsync_seconds is not None and time.monotonic() - self._synced_at >= self.fsync_seconds:
+            try:
+                self.flush()
+            except OSError as exc:
+                raise _unwritable(self.directory, exc) from exc
 
     def _check_writable(self) -> None:
         if self.read_only:
@@ -183,7 +200,7 @@ class DiskStore:
     def _write_keys(self, data: bytes) -> int:
         offset = self._key_end
         try:
-            write_all(self._keys_fd, data, self.durable)
+            write_all(self._keys_fd, data)
         except OSError as exc:
             self._key_end = os.fstat(self._keys_fd).st_size  # whatever part was written
             raise _unwritable(self.keys_path, exc) from exc
@@ -193,7 +210,7 @@ class DiskStore:
     def _write_log(self, data: bytes) -> None:
         self._records_at_open = None  # stale now
         try:
-            write_all(self._log_fd, data, self.durable)
+            write_all(self._log_fd, data)
         except OSError as exc:
             # a partial record would shift every later one: cut back to whole records
             size = os.fstat(self._log_fd).st_size

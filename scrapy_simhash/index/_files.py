@@ -58,10 +58,8 @@ def write_new(path: str, data: bytes) -> None:
     os.replace(temporary, path)
 
 
-def write_all(fd: int, data: bytes, durable: bool) -> None:
-    """``os.write`` until all of *data* is written (it may write less); ``fsync`` if *durable*."""
+def write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until all of *data* is written (it may write less)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-    if durable:
-        os.fsync(fd)

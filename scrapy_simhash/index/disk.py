@@ -3,7 +3,8 @@
 Every entry (fingerprint, key and minwise sketch) is appended to a log (see
 :mod:`._logfile` for the format) with an unbuffered ``os.write`` before ``add_if_new``
 acknowledges it, so a crawl killed with ``kill -9`` at any moment loses nothing it
-reported as kept; ``durable=True`` also ``fsync``\\ s each write, against power loss.
+reported as kept. Against power loss, ``fsync_seconds=T`` ``fsync``\\ s the files at
+most T seconds after a write (``SIMHASH_FSYNC``), ``durable=True`` after every write.
 On open the log is replayed with NumPy into a :class:`~.memory.MemoryIndex`, sketches
 included, so queries (and their sketch confirmation) run at in-memory speed.
 
@@ -54,6 +55,7 @@ class DiskIndex(SimhashIndex):
         signature: str = "",
         reset: bool = False,
         durable: bool = False,
+        fsync_seconds: float | None = None,
         read_only: bool = False,
         min_similarity: float = DEFAULT_MIN_SIMILARITY,
     ) -> None:
@@ -61,7 +63,7 @@ class DiskIndex(SimhashIndex):
         if read_only and reset:
             raise ValueError("a read-only index cannot be reset")
         self.path, self.namespace = os.fspath(path), namespace
-        self._store = _acquire(self.path, signature, reset, durable, read_only)
+        self._store = _acquire(self.path, signature, reset, 0.0 if durable else fsync_seconds, read_only)
         try:
             self._namespace_id = self._store.namespace_id(namespace)
             if reset:
@@ -148,14 +150,16 @@ class DiskIndex(SimhashIndex):
             self._store = None  # type: ignore[assignment]
 
 
-def _acquire(path: str, signature: str, reset: bool, durable: bool, read_only: bool) -> DiskStore:
+def _acquire(
+    path: str, signature: str, reset: bool, fsync_seconds: float | None, read_only: bool
+) -> DiskStore:
     """The process-wide store of *path*: namespaces opened together share it."""
     real = (os.path.realpath(path), read_only)
     with _OPEN_STORES_LOCK:
         store = _OPEN_STORES.get(real)
         if store is None:
             store = _OPEN_STORES[real] = DiskStore(
-                real[0], signature=signature, reset=reset, durable=durable, read_only=read_only
+                real[0], signature=signature, reset=reset, fsync_seconds=fsync_seconds, read_only=read_only
             )
         else:
             store.check_signature(signature)
