@@ -52,6 +52,9 @@ class SimhashSettings:
     #: Hand on a page whose own record an earlier crawl (or another crawler) stored,
     #: for those who re-scrape; by default its items are dropped, its links followed.
     keep_unchanged: bool = False
+    #: In drop mode, hand a near-duplicate to its callback for its links, and drop its
+    #: items: a page dropped by mistake then cuts nothing else out of the crawl.
+    follow_dropped: bool = False
     item_fields: tuple[str, ...] = ()
     http_statuses: frozenset[int] = frozenset({200})
     debug: bool = False
@@ -76,6 +79,7 @@ class SimhashSettings:
             scope=_choice(settings, "SIMHASH_SCOPE", _SCOPES),
             action=_choice(settings, "SIMHASH_ACTION", _ACTIONS),
             keep_unchanged=_read(settings, "SIMHASH_KEEP_UNCHANGED", settings.getbool, False),
+            follow_dropped=_read(settings, "SIMHASH_FOLLOW_DROPPED", settings.getbool, False),
             item_fields=_item_fields(settings),
             http_statuses=_http_statuses(settings),
             debug=_read(settings, "SIMHASH_DEBUG", settings.getbool, False),

@@ -92,7 +92,7 @@ class SimhashMiddleware:
         match = await self._check(page, response)
         unchanged = is_unchanged(match, response.url)
         request.meta[META_KEY] = page_meta(page, match, unchanged=unchanged)
-        if match is not None and not unchanged and self.config.action == "drop":
+        if match is not None and not unchanged and self.config.action == "drop" and not self.config.follow_dropped:
             raise NearDuplicatePage(response.url, page.fingerprint, match.key, match.distance, match.similarity)
         return response
 

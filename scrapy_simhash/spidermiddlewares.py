@@ -1,4 +1,5 @@
-"""The spider middleware that drops the items of unchanged pages, and follows their links."""
+"""The spider middleware that drops the items of unchanged pages (and, with
+``SIMHASH_FOLLOW_DROPPED``, of near-duplicates), and follows their links."""
 
 from __future__ import annotations
 
@@ -29,13 +30,17 @@ class SimhashSpiderMiddleware:
     be reached; but its items were scraped before. So the callback runs, its requests go
     on, and its items are dropped (``simhash/unchanged/items_dropped``).
 
-    Off with ``SIMHASH_ACTION = "mark"`` (the spider decides) and with
-    ``SIMHASH_KEEP_UNCHANGED = True`` (re-scraping). The add-on enables it.
+    With ``SIMHASH_FOLLOW_DROPPED = True`` a near-duplicate is handled alike: it reaches
+    its callback for its links, and its items are dropped (``simhash/dropped/items_dropped``).
+
+    Off with ``SIMHASH_ACTION = "mark"`` (the spider decides). The add-on enables it.
     """
 
     def __init__(self, crawler: Crawler) -> None:
         config = SimhashSettings.from_settings(crawler.settings)
-        if not config.enabled or config.action != "drop" or config.keep_unchanged:
+        self._unchanged = not config.keep_unchanged
+        self._dropped = config.follow_dropped
+        if not config.enabled or config.action != "drop" or not (self._unchanged or self._dropped):
             raise NotConfigured
         self._inc_stat = crawler.stats.inc_value
 
@@ -44,15 +49,19 @@ class SimhashSpiderMiddleware:
         return cls(crawler)
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        unchanged = _is_unchanged(response)
+        why = self._items_dropped(response)
         async for output in result:
-            if unchanged and not isinstance(output, Request):
-                self._inc_stat("simhash/unchanged/items_dropped")
+            if why is not None and not isinstance(output, Request):
+                self._inc_stat(f"simhash/{why}/items_dropped")
                 continue
             yield output
 
-
-def _is_unchanged(response: Response) -> bool:
-    request = response.request
-    meta = request.meta.get(META_KEY) if request is not None else None
-    return isinstance(meta, dict) and meta.get("unchanged") is True
+    def _items_dropped(self, response: Response) -> str | None:
+        """``"unchanged"`` or ``"dropped"`` when the page's items go, else ``None``."""
+        request = response.request
+        meta = request.meta.get(META_KEY) if request is not None else None
+        if not isinstance(meta, dict) or meta.get("duplicate_of") is None:
+            return None
+        if meta.get("unchanged") is True:
+            return "unchanged" if self._unchanged else None
+        return "dropped" if self._dropped else None

@@ -41,6 +41,7 @@ def test_defaults() -> None:
         ("SIMHASH_HTTP_STATUSES", "200,203", "http_statuses", frozenset({200, 203})),
         ("SIMHASH_DEBUG", True, "debug", True),
         ("SIMHASH_KEEP_UNCHANGED", True, "keep_unchanged", True),
+        ("SIMHASH_FOLLOW_DROPPED", "1", "follow_dropped", True),
         ("SIMHASH_EXPECTED_SIZE", "5000", "expected_size", 5000),
         ("SIMHASH_INDEX_RESET", "true", "index_reset", True),
         ("SIMHASH_TTL", "86400", "ttl", 86400.0),

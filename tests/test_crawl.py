@@ -189,3 +189,14 @@ def test_the_example_project_runs_in_one_command() -> None:
     dropped = [line for line in log.splitlines() if "near-duplicate of" in line and "[demo] INFO: Dropped" in line]
     assert len(dropped) == len(DEMO_NEAR_DUPLICATES)
     assert f"'simhash/dropped': {len(DEMO_NEAR_DUPLICATES)}" in log
+
+
+def test_follow_dropped_hands_copies_on_for_their_links_and_drops_their_items(demo_url: str) -> None:
+    default = crawl(RecordingSpider, start_url=demo_url)
+    followed = crawl(RecordingSpider, {"SIMHASH_FOLLOW_DROPPED": True}, start_url=demo_url)
+    dropped = default.stats.get_value("simhash/dropped")
+    assert followed.stats.get_value("simhash/dropped") == dropped > 0
+    assert followed.stats.get_value("simhash/dropped/items_dropped") == dropped  # one item a page
+    assert followed.spider.dropped_pages == []  # no NearDuplicatePage: they reached their callback
+    assert sorted(item["url"] for item in followed.spider.items) == sorted(item["url"] for item in default.spider.items)
+    assert followed.stats.get_value("response_received_count") >= default.stats.get_value("response_received_count")
