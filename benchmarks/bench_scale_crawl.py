@@ -41,6 +41,8 @@ import scale_data
 MODES: dict[str, dict[str, Any]] = {
     "without scrapy-simhash": {},
     "with the add-on (drop)": {"ADDONS": {"scrapy_simhash.Addon": 300}},
+    # --follow-dropped: near-duplicates reach the callback for their links, their items dropped
+    "with the add-on (drop, follow)": {"ADDONS": {"scrapy_simhash.Addon": 300}, "SIMHASH_FOLLOW_DROPPED": True},
 }
 
 
@@ -151,7 +153,11 @@ def run_child(start_url: str, mode: str) -> None:
         def parse(self, response: Response) -> Iterator[Any]:
             if not isinstance(response, HtmlResponse) or urlsplit(response.url).netloc != host:
                 return
-            self.reached.append(_path(response.url))
+            match = response.meta.get("simhash") or {}
+            if match.get("duplicate_of") is not None:  # SIMHASH_FOLLOW_DROPPED: dropped, links followed
+                self.dropped[_path(response.url)] = (_path(match["duplicate_of"]), match["distance"])
+            else:
+                self.reached.append(_path(response.url))
             yield {"url": response.url}
             for link in self.link_extractor.extract_links(response):
                 yield response.follow(link, errback=self.failed)
@@ -206,7 +212,7 @@ def report(
         summary["crawls"][mode] = {"reached": len(reached), "distinct_reached": len(reached & distinct),
                                    "share": share, "dropped": len(answer["dropped"]), "seconds": seconds,
                                    "stats": answer["stats"]}
-    baseline, with_addon = (crawls[mode][0] for mode in MODES)
+    baseline, with_addon = crawls["without scrapy-simhash"][0], crawls["with the add-on (drop)"][0]
     lost = sorted((set(baseline["reached"]) - set(with_addon["reached"])) & distinct)
     dropped = [path for path in lost if path in with_addon["dropped"]]
     unlinked = [path for path in lost if path not in with_addon["dropped"]]
@@ -231,6 +237,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--max-pages", type=int, default=5_000, help="serve the first N pages in crawl order")
     parser.add_argument("--data", type=Path, default=bench_scale.DEFAULT_DATA, help="the sites scale_data.py wrote")
     parser.add_argument("--show", type=int, default=10, help="lost pages listed of each kind")
+    parser.add_argument("--follow-dropped", action="store_true",
+                        help="also crawl with SIMHASH_FOLLOW_DROPPED = True (a third crawl)")
     parser.add_argument("--json", type=Path, help="write the numbers and the lost pages to this file")
     parser.add_argument("--child", nargs=2, metavar=("URL", "MODE"), help=argparse.SUPPRESS)
     return parser.parse_args()
@@ -247,7 +255,8 @@ def main() -> None:
     start_url = f"http://127.0.0.1:{server.server_address[1]}/{pages.start}"
     print(f"{pages.name}: {len(pages.html)} pages served on {start_url}, {len(distinct)} distinct "
           f"(no other page with J >= {bench_scale.DUP})")
-    crawls = {mode: crawl(start_url, mode) for mode in MODES}
+    modes = [mode for mode in MODES if args.follow_dropped or "follow" not in mode]
+    crawls = {mode: crawl(start_url, mode) for mode in modes}
     server.shutdown()
     summary = report(pages, distinct, crawls, args.show)
     if args.json:

@@ -39,6 +39,7 @@ def add_parser(subparsers: Any) -> None:
                         help=f"distances to score, 0..{MAX_DISTANCE_LIMIT} (default: %(default)s)")
     add_similarity_argument(parser)
     add_fingerprint_arguments(parser)
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument("--plot", metavar="FILE.png",
                         help="draw the distance histogram (needs the 'plot' extra: matplotlib)")
     parser.set_defaults(func=run)
@@ -48,7 +49,9 @@ def run(args: argparse.Namespace) -> int:
     ks = _parse_ks(args.max_distance)
     if args.plot and importlib.util.find_spec("matplotlib") is None:  # before the long run
         raise ValueError("--plot needs matplotlib: pip install 'scrapy-simhash[plot]'")
-    fingerprints, wildcards, sketches, languages, order = _fingerprint_pages(args.pages, fingerprinter_from_args(args))
+    fingerprints, wildcards, sketches, languages, order = _fingerprint_pages(
+        args.pages, fingerprinter_from_args(args), quiet=args.quiet
+    )
     labels = _read_labels(args.pairs, languages)
     if not labels.pairs:
         raise ValueError(f"{args.pairs}: no labelled pair between pages of {args.pages}: nothing to evaluate")
@@ -94,7 +97,7 @@ def _parse_ks(text: str) -> list[int]:
 
 
 def _fingerprint_pages(
-    path: str, fingerprinter: Fingerprinter
+    path: str, fingerprinter: Fingerprinter, *, quiet: bool = False
 ) -> tuple[dict[str, int], dict[str, int], dict[str, bytes], dict[str, str], list[str]]:
     fingerprints: dict[str, int] = {}
     wildcards: dict[str, int] = {}
@@ -102,7 +105,7 @@ def _fingerprint_pages(
     languages: dict[str, str] = {}
     order: list[str] = []
     skipped: Counter[str] = Counter()
-    progress = Progress("evaluate: fingerprinting", ("skipped",))
+    progress = Progress("evaluate: fingerprinting", ("skipped",), enabled=not quiet)
     for line_number, record in read_jsonl(path):
         page = str(record.get("id", line_number))
         languages[page] = str(record.get("lang") or "all")
