@@ -301,8 +301,9 @@ def test_text_prints_the_main_text_as_fingerprinted(pages: dict[str, Path], caps
     kept = [line[2:] for line in verbose.splitlines() if line.startswith("+ ")]
     left_out = [line for line in verbose.splitlines() if line.startswith("- ")]
     assert status == 0 and kept == out.splitlines() and len(kept) >= 5
-    assert "- home about newsletter mirrors  [not main content: navigation, boilerplate, or outside the main " \
-           "column]" in left_out
+    assert '- home about newsletter mirrors  [boilerplate: inside <header class="site">]' in left_out
+    assert "- popular this week  [boilerplate: inside <aside class=\"sidebar\">]" in left_out
+    assert all(line.endswith("]") for line in left_out)
     status, _, err = run_cli(capsys, "text", str(pages["original"]), str(pages["original"].parent / "nope.html"))
     assert status == 1 and "nope.html: No such file or directory" in err
 

@@ -7,8 +7,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from lxml import etree
+
 from ..core import text
-from ..core.boilerplate import is_credit_line
+from ..core.boilerplate import boilerplate_elements, is_credit_line
 from ..core.fingerprinter import Fingerprinter, content_blocks
 from ._io import warn
 from ._options import add_fingerprint_arguments, fingerprinter_from_args
@@ -53,8 +55,10 @@ def annotated(fingerprinter: Fingerprinter, html: bytes) -> list[str]:
     """Every visible block of the page, in order: ``+ block`` when it is fingerprinted,
     ``- block  [why]`` when it is left out."""
     kept = Counter(fingerprinter.main_blocks(html))
+    body = _body(text.parse_html(html))
+    reasons = _boilerplate_reasons(body)
     lines = []
-    for raw in text.split_blocks(text.parse_html(html)):
+    for raw in text.split_blocks(body):
         normalised = content_blocks([raw])
         if not normalised:
             continue  # blank, or no letter: not text
@@ -63,11 +67,32 @@ def annotated(fingerprinter: Fingerprinter, html: bytes) -> list[str]:
             kept[block] -= 1
             lines.append(f"+ {block}")
         else:
-            lines.append(f"- {block}  [{_why_left_out(raw)}]")
+            lines.append(f"- {block}  [{_why_left_out(raw, reasons.get(block))}]")
     return lines
 
 
-def _why_left_out(raw: str) -> str:
+def _body(root: etree._Element) -> etree._Element:
+    body = root.find("body")
+    return root if body is None else body
+
+
+def _boilerplate_reasons(body: etree._Element) -> dict[str, str]:
+    """Each block inside an element the extraction takes for boilerplate, and why."""
+    reasons: dict[str, str] = {}
+    for element in reversed(boilerplate_elements(body)):  # the outermost last: its reason wins
+        attributes = " ".join(f'{name}="{value}"' for name, value in element.items() if name in _NAMING)
+        why = f"<{element.tag}{' ' + attributes if attributes else ''}>"
+        for block in content_blocks(text.split_blocks(element)):
+            reasons[block] = why
+    return reasons
+
+
+_NAMING = ("class", "id", "role", "style", "hidden", "aria-hidden")
+
+
+def _why_left_out(raw: str, boilerplate: str | None) -> str:
+    if boilerplate is not None:
+        return f"boilerplate: inside {boilerplate}"
     if is_credit_line(raw.strip()):
         return "a credit or legal line"
-    return "not main content: navigation, boilerplate, or outside the main column"
+    return "not the main content: another column, or a list of links"

@@ -108,7 +108,11 @@ def _is_hidden(attributes: dict[str, str]) -> bool:
     return style is not None and _HIDDEN_STYLE.found_in(style)
 
 
-def _boilerplate_elements(body: etree._Element) -> list[etree._Element]:
+def boilerplate_elements(body: etree._Element) -> list[etree._Element]:
+    """The elements :func:`prune_boilerplate` looks at: by tag, then by role or names.
+
+    (It keeps some of them: one that holds most of the page's text and is not mostly links.)
+    """
     # One walk of the tree for both kinds (each walk of a big page costs ~0.1 ms); the
     # tagged ones come first, as they are removed first.
     tagged: list[etree._Element] = []
@@ -180,7 +184,7 @@ def _may_be_credit_line(block: str) -> bool:
 
 def prune_boilerplate(body: etree._Element) -> None:
     """Remove boilerplate elements in place, keeping the text that follows them."""
-    doomed = _boilerplate_elements(body)
+    doomed = boilerplate_elements(body)
     if not doomed:
         return
     if _all_small(body, doomed):
