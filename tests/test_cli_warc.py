@@ -60,8 +60,10 @@ def test_dedup_reads_the_response_records_of_a_warc(
 def test_fingerprint_reads_a_warc_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     archive = tmp_path / "crawl.warc.gz"
     write_warc(archive)
-    assert main(["fingerprint", "--jsonl", str(archive), "-q"]) == 0
-    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert main(["fingerprint", "--jsonl", str(archive)]) == 0
+    out, err = capsys.readouterr()
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert "fingerprint: 4 records, 1 skipped" in err  # its progress (-q: none)
     assert len(rows) == 4 and rows[0] == {"id": "http://a.test/coffee",
                                           "fingerprint": f"{Fingerprinter().from_html(ARTICLE).fingerprint:016x}"}
 
