@@ -218,10 +218,10 @@ def bench_simhash_package(
 
     logging.getLogger("simhash").setLevel(logging.ERROR)  # it warns on every big bucket
     k, size = args.max_distance, len(fps)
-    objs = [(f"https://example.com/page/{i}", Simhash(f)) for i, f in enumerate(fps.tolist())]
+    entries = [(f"https://example.com/page/{i}", Simhash(f)) for i, f in enumerate(fps.tolist())]
     # pure Python: tracemalloc would slow the build several times, so RSS growth it is
-    index, seconds, grown = timed_build(lambda: SimhashIndex(objs, f=64, k=k), trace=False)
-    del objs
+    index, seconds, grown = timed_build(lambda: SimhashIndex(entries, f=64, k=k), trace=False)
+    entries.clear()  # (the index keeps what it needs)
 
     def add_if_new(fingerprint: int, key: str) -> object:
         value = Simhash(fingerprint)

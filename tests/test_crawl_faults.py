@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CRAWL_SETTINGS, EXAMPLE_PROJECT, CorpusSample, RecordingSpider, crawl, local_url
+from conftest import CRAWL_SETTINGS, EXAMPLE_PROJECT, CorpusSample, RecordingSpider, crawl
 from redis_server import RedisServer, own_redis_server  # noqa: F401  (fixture)
 from scrapy import signals
 

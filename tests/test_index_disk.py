@@ -125,8 +125,7 @@ def _corrupt_record(path: Path) -> None:
 def _cut_keys_inside(path: Path) -> None:
     # A damaged key file: records without their keys, followed by records with theirs.
     os.truncate(path / "keys.log", os.path.getsize(path / "keys.log") // 2)
-    with DiskIndex(path) as index:  # (reopened: the records without keys are dropped, then...)
-        pass
+    DiskIndex(path).close()  # (reopened: the records without keys are dropped, then...)
     keys_size = os.path.getsize(path / "keys.log")
     with open(path / LOG, "ab") as log:  # ...a record past the key file's end, then one inside it
         log.write(lf.pack_record(123, keys_size - 2, 8, 0, lf.OP_ADD, None))

@@ -12,7 +12,7 @@ token hashes with vectorised uint64 arithmetic, finished by MurmurHash3's 64-bit
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Union
 
 import numpy as np
