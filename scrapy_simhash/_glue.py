@@ -18,6 +18,7 @@ from scrapy.utils.job import job_dir
 
 from ._checked import CheckedKeys
 from ._indexes import ComponentIndexes, close_all, summary
+from ._outage import Outage
 from .core.fingerprinter import Fingerprinter, FingerprintResult, python_stages
 from .index import IndexUnavailableError, Match, is_shared_spec
 
@@ -57,6 +58,7 @@ class NearDuplicateChecker:
         self._log_next_match = True
         self._index_errors = 0  # in a row: the first is warned of, the count logged when it is back
         self._log_next_error = True
+        self._outage = Outage()
         self._open()
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         _warn_of_python_stages(logger)
@@ -109,6 +111,10 @@ class NearDuplicateChecker:
         :class:`IndexUnavailableError` when ``SIMHASH_ON_INDEX_ERROR = "fail"``.
         """
         self.count("checked")
+        if self._outage.skipping():  # a failing index, left alone for a while (:mod:`._outage`)
+            self.count("index_error/skipped")
+            self._index_error(IndexUnavailableError(f"not asked for {self._outage.pause:g} s after a failure"))
+            return None
         # Before the index records it: a crawl killed in between knows the key on resume.
         checked_before = self._checked.check_in(key)
         try:
@@ -117,10 +123,12 @@ class NearDuplicateChecker:
             else:
                 match = self._add_if_new(fingerprint, key, host, wildcard, sketch)
         except IndexUnavailableError as exc:
+            self._outage.failed()
             self._index_error(exc)
             return None
         if self._index_errors:
             self._index_back()
+            self._outage.recovered()
         if match is not None and is_unchanged(match, key):
             return self._own_record(match, key, checked_before)
         self._count_result(key, match)

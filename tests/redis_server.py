@@ -63,6 +63,11 @@ class RedisServer:
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
+    def pid(self) -> int:
+        assert self._process is not None
+        return self._process.pid
+
+    @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 

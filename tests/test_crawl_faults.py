@@ -17,6 +17,7 @@ from conftest import CRAWL_SETTINGS, EXAMPLE_PROJECT, CorpusSample, RecordingSpi
 from redis_server import RedisServer, own_redis_server  # noqa: F401  (fixture)
 from scrapy import signals
 
+from scrapy_simhash import _outage
 from scrapy_simhash.index import DiskIndex
 
 # A crawl by the demo spider (start URL, settings as JSON, example project's path), in
@@ -78,11 +79,13 @@ def test_a_crawl_killed_with_sigkill_loses_nothing_and_resumes(corpus_sample: Co
 
 
 def test_redis_stopped_mid_crawl_keeps_pages_then_recovers(
-    demo_url: str, own_redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+    demo_url: str, own_redis_server: RedisServer, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With SIMHASH_ON_INDEX_ERROR = "keep" (the default), pages fetched while Redis is
     down are kept unchecked and counted, one WARNING says so, and once Redis is back
     (empty: it had no persistence) the crawl finds near-duplicates again."""
+    # The demo crawl takes less than the first pause after a failure: ask at every page.
+    monkeypatch.setattr(_outage, "FIRST_PAUSE", 0.0)
     fetched: list[str] = []
 
     def outage(response: Any, request: Any, spider: Any) -> None:
@@ -108,3 +111,49 @@ def test_redis_stopped_mid_crawl_keeps_pages_then_recovers(
     after_restart = set(fetched[5:])
     drops = crawler.spider.dropped_pages
     assert drops and all(drop.url in after_restart for drop in drops)
+
+
+def test_a_hung_redis_costs_one_timeout_per_pause_not_one_per_page(
+    demo_url: str, own_redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis stops answering (SIGSTOP: connections open, no replies) after 2 pages: the
+    first check waits out the socket timeout, the pages after it are kept unchecked at
+    once, without asking Redis, and the crawl finishes."""
+    fetched: list[str] = []
+
+    def hang(response: Any, request: Any, spider: Any) -> None:
+        fetched.append(response.url)
+        if len(fetched) == 2:
+            os.kill(own_redis_server.pid, signal.SIGSTOP)
+
+    caplog.set_level(logging.INFO, logger="scrapy_simhash")
+    try:
+        crawler = crawl(RecordingSpider, {"SIMHASH_INDEX": own_redis_server.url},
+                        handlers={signals.response_downloaded: hang}, start_url=demo_url)
+    finally:
+        os.kill(own_redis_server.pid, signal.SIGCONT)
+    stats = crawler.stats.get_stats()
+    assert stats["finish_reason"] == "finished"
+    waited = stats["simhash/index_error"] - stats.get("simhash/index_error/skipped", 0)
+    # One call waits out the timeout (5 s), then one after each pause (1 s, 2 s, ...):
+    # the other pages do not wait (one request at a time, ~15 pages).
+    assert 1 <= waited <= 3 and stats["simhash/index_error/skipped"] >= 5
+    assert "Timeout" in caplog.text or "timed out" in caplog.text
+    assert len(crawler.spider.items) == len(fetched) - 2  # every page reached its callback (robots.txt aside)
+
+
+def test_the_pause_after_a_failure_doubles_up_to_its_bound_and_ends_with_a_success() -> None:
+    now = [100.0]
+    outage = _outage.Outage(clock=lambda: now[0])
+    assert not outage.skipping()
+    pauses = []
+    for _ in range(8):
+        outage.failed()
+        pauses.append(outage.pause)
+        assert outage.skipping()
+        now[0] += outage.pause  # the pause is over: the next call asks the index
+        assert not outage.skipping()
+    assert pauses == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0]
+    outage.recovered()
+    outage.failed()
+    assert outage.pause == _outage.FIRST_PAUSE
