@@ -46,6 +46,11 @@ class CheckedKeys:
                 (self._unchanged if kind == _UNCHANGED else self._checked).add(digest)
             self._file = open(path, "ab", buffering=0)  # noqa: SIM115  (closed in close())
 
+    @classmethod
+    def of_crawl(cls, jobdir: str | None, kind: str) -> CheckedKeys:
+        """The keys a crawl checks of *kind* ("page", "item"): in ``JOBDIR`` if it has one."""
+        return cls(os.path.join(jobdir, f"simhash-checked-{kind}s.bin") if jobdir else None)
+
     def check_in(self, key: str) -> bool:
         """Add *key*; return whether this crawl had checked it before."""
         digest = key_digest(key)

@@ -9,7 +9,6 @@ the event loop for network backends), tells an unchanged page from one this craw
 from __future__ import annotations
 
 import logging
-import os
 from typing import TYPE_CHECKING, Any, Callable
 
 from scrapy import signals
@@ -54,7 +53,7 @@ class NearDuplicateChecker:
         # Redis calls (and opening a host's Redis index, in SIMHASH_SCOPE="domain") run in
         # worker threads.
         self._in_thread = is_shared_spec(config.index)
-        self._checked = _checked_keys(crawler, kind)
+        self._checked = CheckedKeys.of_crawl(job_dir(crawler.settings), kind)
         self._log_next_match = True
         self._index_errors = 0  # in a row: the first is warned of, the count logged when it is back
         self._log_next_error = True
@@ -239,12 +238,6 @@ class NearDuplicateChecker:
 def is_unchanged(match: Match | None, key: str) -> bool:
     """Whether *match* is the checked page's own record (stored under its *key*)."""
     return match is not None and match.key == key
-
-
-def _checked_keys(crawler: Crawler, kind: str) -> CheckedKeys:
-    """The keys this crawl checked, kept in ``JOBDIR`` (if set) for a resumed crawl."""
-    directory = job_dir(crawler.settings)
-    return CheckedKeys(os.path.join(directory, f"simhash-checked-{kind}s.bin") if directory else None)
 
 
 def _warn_of_python_stages(logger: logging.Logger) -> None:
