@@ -91,6 +91,7 @@ class NearDuplicateChecker:
             self._index_error(exc)
         finally:
             close_all(indexes)
+            self._indexes.close_client()
 
     async def check(
         self, fingerprint: int, key: str, host: str = "", wildcard: int = 0, sketch: bytes | None = None

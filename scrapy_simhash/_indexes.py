@@ -34,6 +34,9 @@ class ComponentIndexes:
         self._kind = "" if kind == "page" else f"{kind}s"
         self._open: dict[str, SimhashIndex] = {}
         self._opening = threading.Lock()
+        # One Redis client (and connection pool) for all the namespaces of the URL: with
+        # SIMHASH_SCOPE = "domain", one per host would add up to thousands of sockets.
+        self._client: Any = None
 
     def for_host(self, host: str) -> SimhashIndex:
         """The index a page of *host* is checked in (the one index, unless scope is "domain")."""
@@ -48,9 +51,15 @@ class ComponentIndexes:
         return index
 
     def take_all(self) -> list[SimhashIndex]:
-        """Every open index, forgotten here: the caller closes them."""
+        """Every open index, forgotten here: the caller closes them (:func:`close_all`)."""
         indexes, self._open = list(self._open.values()), {}
         return indexes
+
+    def close_client(self) -> None:
+        """Close the shared Redis client, once every index of it is closed."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
     def _open_index(self, namespace: str, host: str) -> SimhashIndex:
         config = self.config
@@ -63,11 +72,25 @@ class ComponentIndexes:
             expected_size=config.expected_size if not host or stored_design
             else min(config.expected_size, _HOST_INDEX_START_SIZE),
             namespace=namespace,
+            client=self._shared_client(),
             signature=config.fingerprint.signature(),
             reset=config.index_reset,
             ttl=config.ttl,
             fsync_seconds=config.fsync,
         )
+
+
+    def _shared_client(self) -> Any:
+        if not is_shared_spec(self.config.index):
+            return None
+        if self._client is None:
+            try:
+                from .index._redis_client import connect
+            except ImportError:  # no redis-py: open_index says to install the [redis] extra
+                return None
+            assert self.config.index is not None
+            self._client = connect(self.config.index)
+        return self._client
 
 
 def close_all(indexes: list[SimhashIndex]) -> None:

@@ -235,6 +235,22 @@ def test_an_unreachable_index_at_start_fails_the_start(own_redis_server: Any) ->
         middleware(SIMHASH_INDEX=own_redis_server.url)
 
 
+def test_host_indexes_on_one_redis_share_one_client(own_redis_server: Any) -> None:
+    """SIMHASH_SCOPE = "domain": a namespace per host, one client (and pool) for them all."""
+    import redis
+
+    mw = middleware(SIMHASH_INDEX=own_redis_server.url, SIMHASH_SCOPE="domain")
+    for host in range(5):
+        process(mw, html_response(f"http://h{host}.example/coffee"))
+    indexes = list(mw._checker._indexes._open.values())
+    assert len(indexes) == 5 and len({id(index._client) for index in indexes}) == 1
+    with redis.Redis.from_url(own_redis_server.url) as admin:
+        clients = [c for c in admin.client_list() if c["cmd"] != "client|list"]
+    assert len(clients) <= 2  # the pool's connections, not one per host
+    mw._checker.spider_closed()
+    assert mw._checker._indexes._client is None
+
+
 def test_index_errors_keep_pages_and_warn_once(own_redis_server: Any, caplog: pytest.LogCaptureFixture) -> None:
     mw = middleware(SIMHASH_INDEX=own_redis_server.url, SIMHASH_INDEX_RESET=True)
     process(mw, html_response("http://a.example/coffee"))

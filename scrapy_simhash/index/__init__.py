@@ -6,6 +6,7 @@ import functools
 import logging
 import os
 import re
+from typing import Any
 
 from .base import (
     DEFAULT_MAX_DISTANCE,
@@ -50,6 +51,7 @@ def open_index(
     ttl: float | None = None,
     create: bool = True,
     fsync_seconds: float | None = None,
+    client: Any = None,
 ) -> SimhashIndex:
     """Open the index that *spec* names.
 
@@ -64,7 +66,8 @@ def open_index(
     made with other options; *reset* starts it empty; *ttl*
     (seconds) lets an entry expire where the backend supports it; *fsync_seconds* makes a
     disk store ``fsync`` at most that long after a write (0: after each; ``None``: only when
-    flushed and closed); *create* false
+    flushed and closed); *client* is a ``redis.Redis`` to share between the indexes of
+    one URL (its owner closes it); *create* false
     refuses a Redis namespace that does not exist yet (:exc:`SimhashIndexError`)
     instead of making it empty (tools that only read a path open it read-only,
     :class:`DiskIndex`, and check it exists themselves).
@@ -72,7 +75,7 @@ def open_index(
     text = "memory" if spec is None else check_index_spec(spec)
     if is_shared_spec(text):
         return _open_redis(text, max_distance, min_similarity, expected_size, namespace, signature, reset, ttl,
-                           create)
+                           create, client)
     if ttl is not None:
         _warn_ttl_ignored("memory" if text == "memory" else "disk")
     if text == "memory":
@@ -112,10 +115,11 @@ def _warn_ttl_ignored(kind: str) -> None:
 
 
 def _open_redis(url: str, max_distance: int, min_similarity: float, expected_size: int, namespace: str,
-                signature: str, reset: bool, ttl: float | None, create: bool) -> SimhashIndex:
+                signature: str, reset: bool, ttl: float | None, create: bool, client: Any) -> SimhashIndex:
     try:
         from .redis import RedisIndex
     except ImportError as exc:
         raise ImportError(f"the Redis index needs redis-py: install the package's [redis] extra ({exc})") from exc
     return RedisIndex(url, max_distance, expected_size=expected_size, namespace=namespace,
-                      signature=signature, reset=reset, ttl=ttl, create=create, min_similarity=min_similarity)
+                      signature=signature, reset=reset, ttl=ttl, create=create, min_similarity=min_similarity,
+                      client=client)

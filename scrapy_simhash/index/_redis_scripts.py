@@ -9,6 +9,8 @@ put in Redis' wire format (RESP) once, at :meth:`LogScripts.adopt`.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,7 +32,9 @@ class LogScripts:
         self._scripts = {source: client.register_script(source)
                          for source in (CHECK, ADD, SYNC, REMOVE, KEYS_OF, ENSURE_META)}
         self._pool = client.connection_pool
-        self._idle: list[Connection] = []  # list.pop and append are atomic: thread-safe
+        # Shared by every namespace on the pool (a crawl's hosts with SIMHASH_SCOPE="domain"):
+        # as many connections as calls at once, not one per namespace.
+        self._idle = _idle_connections(self._pool)
         # source -> (arguments, their RESP): EVALSHA, sha, keys, epoch, prefix, chunk size, TTL
         self._heads: dict[str, tuple[int, bytes]] = {}
         self.epoch = self.signature = ""
@@ -86,6 +90,17 @@ class LogScripts:
             connection.disconnect()
         connection.send_packed_command([command])
         return connection.read_response()
+
+
+#: Each pool's connections taken for scripts and idle now; list.pop and append are atomic,
+#: so threads share them safely.
+_IDLE: weakref.WeakKeyDictionary[Any, list[Connection]] = weakref.WeakKeyDictionary()
+_IDLE_LOCK = threading.Lock()
+
+
+def _idle_connections(pool: Any) -> list[Connection]:
+    with _IDLE_LOCK:
+        return _IDLE.setdefault(pool, [])
 
 
 def resp(args: Iterable[Any]) -> bytes:

@@ -76,6 +76,8 @@ class RedisIndex(SimhashIndex):
         if ttl is not None and ttl < 1:
             raise ValueError(f"ttl must be at least 1 second, not {ttl!r}")
         self.url, self.namespace, self.signature = url, namespace, signature
+        # A client given is shared (one per URL for a crawl's many namespaces): its owner closes it.
+        self._owns_client = client is None
         self._client = client or connect(url)
         # quoted: no ':' inside, so no namespace's prefix is the start of another's
         self._names = Names(f"simhash:{quote(namespace, safe='/@')}:")
@@ -92,7 +94,7 @@ class RedisIndex(SimhashIndex):
                     raise SimhashIndexError(f"no index in namespace {namespace!r} at {safe_url(url)}")
             self._log.retrying(self._log.reload)
         except BaseException:
-            self._client.close()  # refused or unreachable: no pooled socket left behind
+            self.close()  # refused or unreachable: no pooled socket left behind
             raise
 
     @property
@@ -179,7 +181,8 @@ class RedisIndex(SimhashIndex):
         return self._log.retrying(partial(self._mirror.forget_expired, self._log.sync))
 
     def close(self) -> None:
-        self._client.close()
+        if self._owns_client:
+            self._client.close()
 
     # -- internals -------------------------------------------------------------------
 
