@@ -16,7 +16,7 @@ from scrapy.utils.asyncio import run_in_thread
 from scrapy.utils.job import job_dir
 
 from ._checked import CheckedKeys
-from ._indexes import ComponentIndexes, close_all, summary
+from ._indexes import ComponentIndexes, summary
 from ._outage import Outage
 from .core.fingerprinter import Fingerprinter, FingerprintResult, python_stages
 from .index import IndexUnavailableError, Match, is_shared_spec
@@ -84,14 +84,12 @@ class NearDuplicateChecker:
 
     def spider_closed(self) -> None:
         self._checked.close()
-        indexes = self._indexes.take_all()
         try:
-            self._stats_set("index_size/close", sum(len(index) for index in indexes))
+            self._stats_set("index_size/close", sum(len(index) for index in self._indexes.opened))
         except IndexUnavailableError as exc:
             self._index_error(exc)
         finally:
-            close_all(indexes)
-            self._indexes.close_client()
+            self._indexes.close()
 
     async def check(
         self, fingerprint: int, key: str, host: str = "", wildcard: int = 0, sketch: bytes | None = None
@@ -129,7 +127,7 @@ class NearDuplicateChecker:
         if self._index_errors:
             self._index_back()
             self._outage.recovered()
-        if match is not None and is_unchanged(match, key):
+        if match is not None and match.key == key:  # the page's own record
             return self._own_record(match, key, checked_before)
         self._count_result(key, match)
         return match

@@ -50,27 +50,31 @@ class ComponentIndexes:
                     index = self._open[namespace] = self._open_index(namespace, host)
         return index
 
-    def take_all(self) -> list[SimhashIndex]:
-        """Every open index, forgotten here: the caller closes them (:func:`close_all`)."""
-        indexes, self._open = list(self._open.values()), {}
-        return indexes
+    @property
+    def opened(self) -> list[SimhashIndex]:
+        """The indexes opened so far."""
+        return list(self._open.values())
 
-    def close_client(self) -> None:
-        """Close the shared Redis client, once every index of it is closed."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+    def close(self) -> None:
+        """Flush and close every index, then the shared Redis client: each is closed even
+        if a flush (or Redis, gone) fails."""
+        indexes, self._open = self.opened, {}
+        client, self._client = self._client, None
+        with ExitStack() as closing:
+            if client is not None:
+                closing.callback(client.close)  # (callbacks run last-in first: after the indexes)
+            for index in indexes:
+                closing.callback(index.close)
+            for index in indexes:
+                index.flush()
 
     def _open_index(self, namespace: str, host: str) -> SimhashIndex:
         config = self.config
-        stored_design = host and config.index not in (None, "memory")
         return open_index(
             config.index,
             max_distance=config.max_distance,
             min_similarity=config.min_similarity,
-            # Stored designs (Redis) are left as configured.
-            expected_size=config.expected_size if not host or stored_design
-            else min(config.expected_size, _HOST_INDEX_START_SIZE),
+            expected_size=self._expected_size(host),
             namespace=namespace,
             client=self._shared_client(),
             signature=config.fingerprint.signature(),
@@ -79,6 +83,12 @@ class ComponentIndexes:
             fsync_seconds=config.fsync,
         )
 
+    def _expected_size(self, host: str) -> int:
+        # A host's in-memory index starts small (see _HOST_INDEX_START_SIZE); stored
+        # designs (Redis) are left as configured.
+        if host and self.config.index in (None, "memory"):
+            return min(self.config.expected_size, _HOST_INDEX_START_SIZE)
+        return self.config.expected_size
 
     def _shared_client(self) -> Any:
         if not is_shared_spec(self.config.index):
@@ -91,15 +101,6 @@ class ComponentIndexes:
             assert self.config.index is not None
             self._client = connect(self.config.index)
         return self._client
-
-
-def close_all(indexes: list[SimhashIndex]) -> None:
-    """Flush and close every index: each is closed even if a flush (or Redis, gone) fails."""
-    with ExitStack() as closing:
-        for index in indexes:
-            closing.callback(index.close)
-        for index in indexes:
-            index.flush()
 
 
 def base_namespace(config: SimhashSettings, spider_name: str) -> str:

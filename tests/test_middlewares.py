@@ -242,7 +242,7 @@ def test_host_indexes_on_one_redis_share_one_client(own_redis_server: Any) -> No
     mw = middleware(SIMHASH_INDEX=own_redis_server.url, SIMHASH_SCOPE="domain")
     for host in range(5):
         process(mw, html_response(f"http://h{host}.example/coffee"))
-    indexes = list(mw._checker._indexes._open.values())
+    indexes = mw._checker._indexes.opened
     assert len(indexes) == 5 and len({id(index._client) for index in indexes}) == 1
     with redis.Redis.from_url(own_redis_server.url) as admin:
         clients = [c for c in admin.client_list() if c["cmd"] != "client|list"]
@@ -290,7 +290,7 @@ def test_in_memory_host_indexes_start_small() -> None:
     for host in range(3):
         process(mw, html_response(f"http://h{host}.example/coffee"))
     crawl_wide = MemoryIndex(expected_size=mw.config.expected_size).memory_usage()["index_bytes"]
-    indexes = mw._checker._indexes.take_all()
+    indexes = mw._checker._indexes.opened
     assert len(indexes) == 3
     for index in indexes:
         assert isinstance(index, MemoryIndex) and index.memory_usage()["index_bytes"] * 10 < crawl_wide
