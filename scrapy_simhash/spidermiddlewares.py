@@ -38,10 +38,10 @@ class SimhashSpiderMiddleware:
 
     def __init__(self, crawler: Crawler) -> None:
         config = SimhashSettings.from_settings(crawler.settings)
-        self._unchanged = not config.keep_unchanged
-        self._dropped = config.follow_dropped
-        if not config.enabled or config.action != "drop" or not (self._unchanged or self._dropped):
+        # (With SIMHASH_KEEP_UNCHANGED no page is marked unchanged: nothing to drop then.)
+        if not config.enabled or config.action != "drop" or (config.keep_unchanged and not config.follow_dropped):
             raise NotConfigured
+        self._dropped = config.follow_dropped
         self._inc_stat = crawler.stats.inc_value
 
     @classmethod
@@ -63,5 +63,5 @@ class SimhashSpiderMiddleware:
         if not isinstance(meta, dict) or meta.get("duplicate_of") is None:
             return None
         if meta.get("unchanged") is True:
-            return "unchanged" if self._unchanged else None
+            return "unchanged"
         return "dropped" if self._dropped else None
