@@ -7,7 +7,7 @@ from operator import itemgetter
 from typing import Any
 
 from ..core.fingerprint import to_hex
-from ..index import DiskIndex, SimhashIndexError, is_shared_spec, open_index
+from ..index import SimhashIndexError, open_index
 from ._common import (
     add_distance_argument,
     add_record_arguments,
@@ -18,6 +18,7 @@ from ._io import Progress, open_output, read_pages, write_jsonl
 from ._options import add_fingerprint_arguments, fingerprinter_from_args
 from ._parallel import ENGINES, default_jobs, fingerprint_all
 from .fingerprint import page_input
+from .indextools import open_existing
 
 
 def add_parser(subparsers: Any) -> None:
@@ -97,10 +98,7 @@ def index_signature(spec: str | None) -> str:
     if spec in (None, "memory"):
         return ""
     try:
-        if is_shared_spec(spec):
-            index = open_index(spec, create=False)
-        else:
-            index = DiskIndex(spec, read_only=True)
+        index = open_existing(spec)
     except (OSError, SimhashIndexError):
         return ""
     with index:

@@ -81,15 +81,18 @@ def _open(args: argparse.Namespace, **kwargs: Any) -> SimhashIndex:
 
 
 def _open_existing(args: argparse.Namespace) -> SimhashIndex:
+    return open_existing(args.index, max_distance=args.max_distance, min_similarity=args.min_similarity,
+                         namespace=args.namespace, ttl=args.ttl)
+
+
+def open_existing(spec: str, *, namespace: str = "", ttl: float | None = None, **options: Any) -> SimhashIndex:
     """Open an index to read: a disk store read-only (no lock: a crawl may be writing
-    it), and never created where a path is mistyped."""
-    if is_shared_spec(args.index):
-        return _open(args, create=False)
-    if not os.path.exists(args.index):
-        raise FileNotFoundError(errno.ENOENT, "no index there (give an index directory or a redis:// URL)",
-                                args.index)
-    return DiskIndex(args.index, args.max_distance, namespace=args.namespace, read_only=True,
-                     min_similarity=args.min_similarity)
+    it), and never created where a path is mistyped (a Redis namespace neither)."""
+    if is_shared_spec(spec):
+        return open_index(spec, namespace=namespace, ttl=ttl, create=False, **options)
+    if not os.path.exists(spec):
+        raise FileNotFoundError(errno.ENOENT, "no index there (give an index directory or a redis:// URL)", spec)
+    return DiskIndex(spec, namespace=namespace, read_only=True, **options)
 
 
 def run_inspect(args: argparse.Namespace) -> int:
