@@ -132,8 +132,9 @@ class Fingerprinter:
     in any order, process or machine. With ``template_suppression`` it keeps per-site
     state (the template blocks learned so far): then use one instance per crawl and
     feed it pages with their URL (only the host is used). It caches token hashes and
-    attribute verdicts either way, so keep one per crawl. *extractor* replaces the main-content extraction: any callable taking the
-    parsed lxml root and returning the page's text blocks.
+    attribute verdicts either way, so keep one per crawl. *extractor* replaces the
+    main-content extraction: any callable taking the parsed lxml root and returning the
+    page's text blocks.
     """
 
     def __init__(
