@@ -5,7 +5,8 @@
     python benchmarks/bench_index.py --sizes 1000000 --simhash-max 1000000
 
 Per size: bulk build time, index and key bytes per fingerprint, single ``add_if_new``
-latency (p50/p99 over ``--calls`` calls, 10% of them near-duplicates), batched
+latency (p50/p99 over ``--calls`` calls, 10% of them near-duplicates; and of
+``replace_if_new``, what a crawl calls, whose keys_B includes the key lookup), batched
 ``query_many`` throughput, and an exactness check against brute force on a sample.
 Fingerprints are uniform random (the design's assumption); keys are ~35-byte URLs.
 """
@@ -166,6 +167,7 @@ def bench_memory(
     row["brute"] = bench_brute(brute, rng, fps, k)
     if args.wildcard_bits:
         row["wildcard"] = bench_wildcard(index, brute, rng, fps, args)
+        row["replace"] = bench_replace(index, rng, fps, args)
     return row
 
 
@@ -192,6 +194,28 @@ def bench_wildcard(
     p50, p99 = latencies_us(call, probes)
     return {"impl": f"memory, {args.wildcard_bits} wildcard bits", "design": "same", "p50_us": p50,
             "p99_us": p99, "exact": f"{exact} ({len(sample)})"}
+
+
+def bench_replace(
+    index: MemoryIndex, rng: np.random.Generator, fps: Fingerprints, args: argparse.Namespace
+) -> dict[str, Any]:
+    """replace_if_new, what a crawl calls: add_if_new (with the wildcard bits and a sketch)
+    plus the look-up of the page's earlier records by key. The first call builds the
+    key lookup over the whole index (timed apart, as ``lookup_build_s``)."""
+    sketch = rng.bytes(32)
+    probes = mixed_probes(rng, fps, args.calls, args.max_distance)
+    masks = {probe: weakest_bits(rng.random(64), args.wildcard_bits) for probe in probes}
+    started = time.perf_counter()
+    index.replace_if_new(0, "https://example.com/first")
+    build_seconds = time.perf_counter() - started
+
+    def call(fingerprint: int, key: str) -> object:
+        return index.replace_if_new(fingerprint, key, masks[fingerprint], sketch)
+
+    p50, p99 = latencies_us(call, probes)
+    keys_bytes = index.memory_usage()["key_bytes"] / len(index)
+    return {"impl": f"memory, replace_if_new, {args.wildcard_bits} wildcard bits (lookup built in "
+            f"{build_seconds:.2f} s)", "design": "same", "keys_B": keys_bytes, "p50_us": p50, "p99_us": p99}
 
 
 def bench_brute(
@@ -298,7 +322,8 @@ def main() -> None:
     for size in args.sizes:
         fps = rng.integers(0, 2**64 - 1, size, dtype=np.uint64, endpoint=True)
         memory = bench_memory(args, fps, rng)
-        rows = [memory, *([memory.pop("wildcard")] if "wildcard" in memory else []), memory.pop("brute")]
+        extra = [memory.pop(name) for name in ("wildcard", "replace") if name in memory]
+        rows = [memory, *extra, memory.pop("brute")]
         if size <= args.simhash_max:
             rows.append(bench_simhash_package(args, fps, rng))
         print_table(size, rows)

@@ -5,7 +5,7 @@
     python benchmarks/bench_redis.py --sizes 100000 1000000 --clients 1 4 --threads 1 4
     python benchmarks/bench_redis.py --url redis://127.0.0.1:6379/15   # an existing server (flushes that db)
 
-Each check is ``add_if_new`` of a new page with a (random) 32-byte sketch, whose mask has
+Each check is ``replace_if_new`` (what a crawl calls) of a new page with a (random) 32-byte sketch, whose mask has
 --wildcard-bits random bits, spread as a page's are (default: FingerprintOptions.wildcard_bits'),
 so it is stored: the write path, one round trip. With --clients N, N processes (each its own RedisIndex, its own
 mirror) check at once, each from --threads T threads sharing its index (as the Scrapy
@@ -110,14 +110,14 @@ def load(redis_url: str, namespace: str, size: int, key: Callable[[int], str],
 
 
 def check_latencies(index: RedisIndex, wildcard_bits: int, seed: int, count: int) -> np.ndarray:
-    """Latency (s) of add_if_new of *count* new fingerprints, each with its wildcard mask and sketch."""
+    """Latency (s) of replace_if_new of *count* new fingerprints, each with its wildcard mask and sketch."""
     fingerprints = random_fingerprints(count, seed=seed).tolist()
     wildcards = random_wildcards(count, wildcard_bits, seed=seed)
     sketches = random_sketches(count, seed=seed)
     latencies = np.empty(count)
     for i, (fingerprint, wildcard, sketch) in enumerate(zip(fingerprints, wildcards, sketches)):
         started = time.perf_counter()
-        index.add_if_new(fingerprint, url(10**9 + seed * _PROBES + i), wildcard, sketch)
+        index.replace_if_new(fingerprint, url(10**9 + seed * _PROBES + i), wildcard, sketch)
         latencies[i] = time.perf_counter() - started
     return latencies
 
@@ -185,7 +185,7 @@ def run(redis_url: str, size: int, wildcard_bits: list[int], clients: list[int],
         "bulk adds/s": f"{size / load_seconds:,.0f}",
         "reopen s": f"{reopen_seconds:.2f}",
         **{column: f"{grown[column] / size:.1f}" for column in _LOADS},
-        "mirror bytes/fp": f"{mirror['index_bytes_per_fingerprint'] + mirror['key_bytes_per_fingerprint']:.1f}",
+        "mirror bytes/fp": f"{mirror['index_bytes_per_fingerprint'] + mirror['key_bytes_per_fingerprint'] + mirror['key_crc_bytes_per_record']:.1f}",
     }
     runs = [(n, t, bits) for n in clients for t in threads for bits in wildcard_bits]
     rows = [run_clients(redis_url, size, n, t, bits, seed=10 + 10 * i) for i, (n, t, bits) in enumerate(runs)]

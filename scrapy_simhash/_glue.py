@@ -1,7 +1,7 @@
 """What the middleware and the pipeline share: fingerprint, check-and-record, stats, logs.
 
 One :class:`NearDuplicateChecker` per component. It checks pages in their index
-(:mod:`._indexes`: the crawl's, the spider's, or the host's), calls ``add_if_new`` (off
+(:mod:`._indexes`: the crawl's, the spider's, or the host's), calls ``replace_if_new`` (off
 the event loop for network backends), tells an unchanged page from one this crawl saw
 (:mod:`._checked`), counts ``<prefix>/...`` stats and logs the first near-duplicate at DEBUG.
 """
@@ -19,7 +19,7 @@ from ._checked import CheckedKeys
 from ._indexes import ComponentIndexes, summary
 from ._outage import Outage
 from .core.fingerprinter import Fingerprinter, FingerprintResult, python_stages
-from .index import IndexUnavailableError, Match, is_shared_spec
+from .index import IndexUnavailableError, Match, Verdict, is_shared_spec
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -103,7 +103,9 @@ class NearDuplicateChecker:
         A match under *key* itself (:func:`is_unchanged`) is the page's own record: from
         this crawl (a retry, a resumed ``JOBDIR`` crawl), it is ``None``, counted
         ``seen_again``; from an earlier crawl or another crawler, it is counted
-        ``unchanged`` and returned, unless ``SIMHASH_KEEP_UNCHANGED``.
+        ``unchanged`` and returned, unless ``SIMHASH_KEEP_UNCHANGED``. Otherwise the key's
+        earlier records, if any, are replaced (counted ``changed``): the index keeps the
+        latest version of a page (:meth:`SimhashIndex.replace_if_new`).
 
         An unreachable index counts ``index_error`` and keeps the page, or re-raises
         :class:`IndexUnavailableError` when ``SIMHASH_ON_INDEX_ERROR = "fail"``.
@@ -117,9 +119,9 @@ class NearDuplicateChecker:
         checked_before = self._checked.check_in(key)
         try:
             if self._in_thread:
-                match = await run_in_thread(self._add_if_new, fingerprint, key, host, wildcard, sketch)
+                verdict = await run_in_thread(self._replace_if_new, fingerprint, key, host, wildcard, sketch)
             else:
-                match = self._add_if_new(fingerprint, key, host, wildcard, sketch)
+                verdict = self._replace_if_new(fingerprint, key, host, wildcard, sketch)
         except IndexUnavailableError as exc:
             self._outage.failed()
             self._index_error(exc)
@@ -127,6 +129,9 @@ class NearDuplicateChecker:
         if self._index_errors:
             self._index_back()
             self._outage.recovered()
+        if verdict.replaced:  # its earlier version's record went: the page changed since
+            self.count("changed")
+        match = verdict.match
         if match is not None and match.key == key:  # the page's own record
             return self._own_record(match, key, checked_before)
         self._count_result(key, match)
@@ -178,14 +183,14 @@ class NearDuplicateChecker:
             return None
         return result
 
-    def _add_if_new(
+    def _replace_if_new(
         self, fingerprint: int, key: str, host: str, wildcard: int, sketch: bytes | None
-    ) -> Match | None:
+    ) -> Verdict:
         try:
             index = self._indexes.for_host(host)
         except OSError as exc:  # a host's index (SIMHASH_SCOPE="domain") that cannot be created
             raise IndexUnavailableError(f"SIMHASH_INDEX={self.config.index!r}: {exc}") from exc
-        return index.add_if_new(fingerprint, key, wildcard, sketch)
+        return index.replace_if_new(fingerprint, key, wildcard, sketch)
 
     def _count_result(self, key: str, match: Match | None) -> None:
         if match is None:

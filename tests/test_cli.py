@@ -104,7 +104,8 @@ def test_dedup_streams_one_line_per_record_in_order(
     assert results[1]["duplicate_of"] == "original" and 0 <= results[1]["distance"] <= 3
     assert results[2]["duplicate_of"] is None
     assert results[3] == {"id": "short", "fingerprint": None, "duplicate_of": None, "distance": None,
-                          "similarity": None, "unchanged": False, "skip_reason": "too_short"}
+                          "similarity": None, "unchanged": False, "changed": False,
+                          "skip_reason": "too_short"}
 
 
 def test_dedup_run_again_into_its_index_finds_every_kept_page_unchanged(
@@ -127,6 +128,19 @@ def test_dedup_run_again_into_its_index_finds_every_kept_page_unchanged(
     assert "0 near-duplicates, 0 unchanged" not in err and "1 near-duplicates, 2 unchanged" in err
     with open_index(store) as index:
         assert len(index) == 2
+
+    # "original" rewritten: its entry replaced, so "copy" is new; "other" rewritten as
+    # the old "original": a near-duplicate of "copy" now, and its old entry goes
+    changed = {"original": page(" ".join(f"Garden notes {i}: water the tomatoes {i * 7} times." for i in range(60))),
+               "copy": pages["copy"].read_text(), "other": pages["original"].read_text()}
+    write_jsonl(source, [json.dumps({"id": name, "html": html}) for name, html in changed.items()])
+    _, out, err = run_cli(capsys, "dedup", str(source), "--index", store)
+    third = {r["id"]: r for r in map(json.loads, out.splitlines())}
+    assert [name for name, r in third.items() if r["changed"]] == ["original", "other"]
+    assert third["original"]["duplicate_of"] is third["copy"]["duplicate_of"] is None
+    assert third["other"]["duplicate_of"] == "copy" and "1 near-duplicates, 0 unchanged, 2 changed" in err
+    with open_index(store) as index:
+        assert sorted(key for _, key in index.items()) == ["copy", "original"]
 
 
 def test_fingerprint_jsonl_text_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

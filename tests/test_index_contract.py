@@ -7,6 +7,7 @@ call ``pytest.skip`` when the backend cannot run here).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -246,3 +247,54 @@ def test_a_sketch_confirms_a_match_within_k(index: SimhashIndex) -> None:
     assert index.add_if_new(near, "copy", 0, close) == Match("stored", BASE, 1, 0.977)
     assert index.query(near) == [Match("distinct", near, 0), Match("stored", BASE, 1)]  # no sketch: k alone
     assert sorted(index.entries()) == sorted([(BASE, "stored", sketch), (near, "distinct", far)])
+
+
+def test_replace_if_new_keeps_one_record_a_key(index: SimhashIndex) -> None:
+    far = BASE ^ 0xFFFF
+    assert index.replace_if_new(BASE, "a") == (None, 0)  # new: stored
+    assert index.replace_if_new(far, "a") == (None, 1)  # changed beyond k: replaced
+    assert sorted(index.items()) == [(far, "a")]
+    verdict = index.replace_if_new(flip(far, 2), "a")  # changed within k: unchanged
+    assert verdict.replaced == 0 and verdict.match is not None
+    assert (verdict.match.key, verdict.match.fingerprint, verdict.match.distance) == ("a", far, 1)
+    assert sorted(index.items()) == [(far, "a")] and index.fingerprints_of("a") == [far]
+
+
+def test_replace_if_new_prefers_the_pages_own_record(index: SimhashIndex) -> None:
+    index.add(BASE, "other")
+    index.add(flip(BASE, 1, 2), "page")
+    match, replaced = index.replace_if_new(BASE, "page")
+    assert match is not None and (match.key, match.distance, replaced) == ("page", 2, 0)
+    assert len(index) == 2
+
+
+def test_a_changed_page_that_duplicates_another_loses_its_old_record(index: SimhashIndex) -> None:
+    index.add(BASE, "other")
+    index.add(BASE ^ 0xFFFF, "page")
+    match, replaced = index.replace_if_new(flip(BASE, 5), "page")
+    assert match is not None and (match.key, match.distance, replaced) == ("other", 1, 1)
+    assert sorted(index.items()) == [(BASE, "other")]
+
+
+def test_remove_key_removes_every_record_of_the_key(index: SimhashIndex) -> None:
+    index.add(BASE, "a")
+    index.add(BASE ^ 0xFF, "a")
+    index.add(BASE, "b")
+    assert sorted(index.fingerprints_of("a")) == sorted([BASE, BASE ^ 0xFF])
+    assert index.remove_key("a") == 2 and index.remove_key("a") == 0
+    assert sorted(index.items()) == [(BASE, "b")] and index.fingerprints_of("a") == []
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_replace_if_new_answers_as_brute_force(index_factory: Callable[[int], SimhashIndex], seed: int) -> None:
+    """Pages of a few sites fetched again and again, some changed: same verdicts, same records."""
+    rng = random.Random(seed)
+    bases = [rng.getrandbits(64) for _ in range(8)]
+    index, reference = index_factory(3), BruteForceIndex(3)
+    for _ in range(400):
+        fingerprint = rng.choice(bases)
+        for bit in rng.sample(range(64), rng.randrange(7)):
+            fingerprint ^= 1 << bit
+        key = f"page{rng.randrange(60)}"
+        assert index.replace_if_new(fingerprint, key) == reference.replace_if_new(fingerprint, key)
+    assert sorted(index.items()) == sorted(reference.items())

@@ -328,6 +328,33 @@ def test_two_workers_match_one_brute_force_index(redis_url: str, ops) -> None:
         assert sorted_entries(b.entries()) == sorted_entries(reference.entries())
 
 
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(st.tuples(st.integers(0, 2), st.sampled_from(["replace_if_new", "replace_if_new", "add", "remove_key"]),
+                              st.integers(0, 63), st.integers(0, 5)), max_size=30))
+def test_workers_replace_a_keys_records_as_one_brute_force_index(redis_url: str, ops) -> None:
+    # A page's earlier records are found in the worker's mirror (by key CRC) and in the
+    # records it has not seen yet (the check script's scan); a third worker opens late.
+    reference = BruteForceIndex(3)
+    namespace = uuid.uuid4().hex
+    with RedisIndex(redis_url, namespace=namespace) as a, RedisIndex(redis_url, namespace=namespace) as b:
+        for step, (worker, op, bit, page) in enumerate(ops):
+            index = a if worker == 0 else b
+            if worker == 2 and step % 2:  # a worker that opens now: mirrors the whole log
+                index = RedisIndex(redis_url, namespace=namespace)
+            fingerprint, key = 0xF0F0_0F0F_F0F0_0F0F ^ (1 << bit) ^ (1 << (bit * 5 % 64)), f"page{page}"
+            if op == "remove_key":
+                assert index.remove_key(key) == reference.remove_key(key)
+            elif op == "add":
+                index.add(fingerprint, key)
+                reference.add(fingerprint, key)
+            else:
+                assert index.replace_if_new(fingerprint, key, 0xF) == reference.replace_if_new(fingerprint, key, 0xF)
+            assert sorted(index.fingerprints_of(key)) == sorted(reference.fingerprints_of(key))
+            if index not in (a, b):
+                index.close()
+        assert sorted_entries(a.entries()) == sorted_entries(reference.entries())
+
+
 def test_a_running_worker_forgets_expired_records(redis_url: str) -> None:
     entries = [(i * 0x9E3779B97F4A7C15 % 2**64, str(i)) for i in range(CHUNK_RECORDS + 904)]  # chunks 0 and 1
     with RedisIndex(redis_url, ttl=2) as index:  # ttl=2: see test_ttl_readmits_a_page_after_expiry
@@ -343,6 +370,10 @@ def test_a_running_worker_forgets_expired_records(redis_url: str) -> None:
         assert index.add_if_new(entries[-1][0], "again too") is None
         assert index.query(7) == [Match("late", 7, 0)]
         assert sorted(index.items()) == sorted([(7, "late"), (entries[1][0], "again"), (entries[-1][0], "again too")])
+        # the key CRCs were cut with the records: a page's record is still found by its key
+        assert index.fingerprints_of("late") == [7]
+        assert index.replace_if_new(0xFFFF_0000_FFFF_0000, "late") == (None, 1)
+        assert index.fingerprints_of("late") == [0xFFFF_0000_FFFF_0000]
 
 
 def test_expired_chunks_are_skipped_when_a_worker_opens(redis_url: str) -> None:

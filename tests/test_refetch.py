@@ -12,15 +12,17 @@ import re
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import DEMO_SITE, RecordingSpider, crawl
+from redis_server import redis_url, shared_redis_server  # noqa: F401  (fixtures)
 from serve_demo import start_server
 
-from scrapy_simhash import open_index
+from scrapy_simhash import from_hex, open_index
 
 HERE = Path(__file__).parent
 CHANGED = "articles/jupiter.html"
@@ -50,9 +52,19 @@ def fingerprinted(items: list[dict[str, Any]]) -> list[str]:
     return sorted(item["url"] for item in items if item["simhash"])
 
 
-def test_a_repeat_crawl_adds_nothing_and_hands_on_only_the_changed_page(site: tuple[Path, str], tmp_path: Path) -> None:
+@pytest.fixture(params=["disk", "redis"])
+def index_spec(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
+    """The persistent indexes: a disk store, and a namespace of a real Redis server."""
+    if request.param == "disk":
+        return {"SIMHASH_INDEX": str(tmp_path / "store")}
+    return {"SIMHASH_INDEX": request.getfixturevalue("redis_url"), "SIMHASH_NAMESPACE": uuid.uuid4().hex}
+
+
+def test_a_repeat_crawl_adds_nothing_and_hands_on_only_the_changed_page(
+    site: tuple[Path, str], index_spec: dict[str, str]
+) -> None:
     root, url = site
-    settings = {"SIMHASH_INDEX": str(tmp_path / "store")}
+    settings = index_spec
     first = crawl(RecordingSpider, settings, start_url=url)
     stored = first.stats.get_value("simhash/index_size/close")
     assert stored == first.stats.get_value("simhash/kept") > 0
@@ -68,10 +80,18 @@ def test_a_repeat_crawl_adds_nothing_and_hands_on_only_the_changed_page(site: tu
     rewrite(root / CHANGED)
     changed = crawl(RecordingSpider, settings, start_url=url)
     assert fingerprinted(changed.spider.items) == [url + CHANGED]
-    assert changed.stats.get_value("simhash/kept") == 1
-    assert changed.stats.get_value("simhash/index_size/close") == stored + 1
-    with open_index(str(tmp_path / "store")) as index:
-        assert sum(key == url + CHANGED for _, key in index.items()) == 2  # both versions are content seen
+    assert changed.stats.get_value("simhash/kept") == changed.stats.get_value("simhash/changed") == 1
+    assert changed.stats.get_value("simhash/index_size/close") == stored  # its record replaced
+    with open_index(index_spec["SIMHASH_INDEX"], namespace=index_spec.get("SIMHASH_NAMESPACE", "")) as index:
+        [(fingerprint, _)] = [(fp, key) for fp, key in index.items() if key == url + CHANGED]
+    [new_item] = [item for item in changed.spider.items if item["url"] == url + CHANGED]
+    assert fingerprint == from_hex(new_item["simhash"]["fingerprint"])  # the new version's
+
+    # and the new version is what a next crawl finds unchanged
+    after = crawl(RecordingSpider, settings, start_url=url)
+    assert fingerprinted(after.spider.items) == []
+    assert after.stats.get_value("simhash/unchanged") == stored
+    assert after.stats.get_value("simhash/changed") is None
 
 
 def test_keep_unchanged_hands_every_page_on_again(site: tuple[Path, str], tmp_path: Path) -> None:

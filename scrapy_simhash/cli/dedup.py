@@ -26,10 +26,11 @@ def add_parser(subparsers: Any) -> None:
         "dedup",
         help="mark each page of a JSON-lines file as kept or as a near-duplicate of an earlier one",
         description='Writes one JSON line per input record, in input order: {"id", "fingerprint", '
-        '"duplicate_of", "distance", "similarity", "unchanged"}; duplicate_of is null for a kept page. '
-        'A page whose own entry (same id) is in --index already, from an earlier run, is "unchanged": '
-        'true, not a near-duplicate, and adds nothing. Pages that cannot be fingerprinted (too short, '
-        'not HTML) carry "skip_reason" and are kept.',
+        '"duplicate_of", "distance", "similarity", "unchanged", "changed"}; duplicate_of is null for a '
+        'kept page. A page whose own entry (same id) is in --index already, from an earlier run, is '
+        '"unchanged": true, not a near-duplicate, and adds nothing; one whose entry is there but no '
+        'longer matches is "changed": true, and its entry is replaced. Pages that cannot be '
+        'fingerprinted (too short, not HTML) carry "skip_reason" and are kept.',
     )
     parser.add_argument("pages", metavar="PAGES.jsonl",
                         help="JSON-lines input (.gz or - allowed), or a crawl archive (.warc[.gz]: its response "
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     options = fingerprinter_from_args(args, index_signature(args.index)).options
     if args.jobs < 0:
         raise ValueError(f"--jobs must be 0 (one per core) or more, not {args.jobs}")
-    progress = Progress("dedup", ("near-duplicates", "unchanged"), enabled=not args.quiet)
+    progress = Progress("dedup", ("near-duplicates", "unchanged", "changed"), enabled=not args.quiet)
     pages = ((record_id(record, args, args.pages, number), page_input(record, args))
              for number, record in read_pages(args.pages))
     with (
@@ -76,18 +77,20 @@ def run(args: argparse.Namespace) -> int:
                                         jobs=args.jobs or default_jobs(), scheduler=args.scheduler)
         for (page_id, _), result in fingerprinted:
             out: dict[str, Any] = {"id": page_id, "fingerprint": None, "duplicate_of": None,
-                                   "distance": None, "similarity": None, "unchanged": False}
+                                   "distance": None, "similarity": None, "unchanged": False, "changed": False}
             if result.fingerprint is None:
                 out["skip_reason"] = result.skip_reason
             else:
                 out["fingerprint"] = to_hex(result.fingerprint)
-                match = index.add_if_new(result.fingerprint, page_id, result.wildcard, result.sketch)
+                match, replaced = index.replace_if_new(result.fingerprint, page_id, result.wildcard, result.sketch)
+                out["changed"] = bool(replaced)  # its entry from an earlier run, replaced
                 if match is not None and match.key == page_id:
                     out["unchanged"] = True  # its own entry, from an earlier run
                 elif match is not None:
                     out.update(duplicate_of=match.key, distance=match.distance, similarity=match.similarity)
             write_jsonl(output, out)
-            progress.update("near-duplicates" if out["duplicate_of"] else None, "unchanged" if out["unchanged"] else None)
+            progress.update("near-duplicates" if out["duplicate_of"] else None, "unchanged" if out["unchanged"] else None,
+                            "changed" if out["changed"] else None)
     progress.finish()
     return 0
 

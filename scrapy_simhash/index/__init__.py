@@ -16,6 +16,7 @@ from .base import (
     Match,
     SimhashIndex,
     SimhashIndexError,
+    Verdict,
 )
 from .disk import DiskIndex
 from .memory import MemoryIndex
@@ -33,6 +34,7 @@ __all__ = [
     "MemoryIndex",
     "SimhashIndex",
     "SimhashIndexError",
+    "Verdict",
     "check_index_spec",
     "is_shared_spec",
     "open_index",

@@ -18,11 +18,13 @@ import numpy.typing as npt
 
 from ..core.fingerprint import check_fingerprint
 from ..core.sketch import SKETCH_BYTES, check_sketch
+from ._key_lookup import key_crc
 from ._redis_keys import decode_stored_key, encode_stored_key
 from .base import IndexFormatError, signature_difference
 
-# "4": records carry sketches (``P:s<c>``); "3" had none, "2" stored keys as plain UTF-8.
-FORMAT_VERSION = "4"
+# "5": records carry their key's CRC (``P:h<c>``); "4" had none, "3" no sketches either,
+# "2" stored keys as plain UTF-8.
+FORMAT_VERSION = "5"
 #: Keys longer than this (coded bytes) are refused: a chunk of keys must stay under
 #: Redis' 512 MB string limit (4094 keys of 64 KiB are 256 MiB).
 MAX_KEY_BYTES = 0xFFFF
@@ -35,7 +37,8 @@ MAX_KEY_BYTES = 0xFFFF
 CHUNK_RECORDS = 4094
 #: The key end of a record whose chunk lost strings and was blanked (``blank`` in :mod:`._redis_lua`).
 GONE = 0xFFFF_FFFF
-# The kinds of chunk strings: fingerprints, key ends, keys, expiries, sketches.
+# The kinds of chunk strings an entry is read from: fingerprints, key ends, keys,
+# expiries, sketches (the key CRCs, ``h``, are only for the scripts and the mirrors).
 CHUNK_KINDS = ("f", "o", "k", "e", "s")
 #: How a record stored without a sketch holds it (a real one is all zeros with probability 2**-256).
 NO_SKETCH = bytes(SKETCH_BYTES)
@@ -59,7 +62,8 @@ def check_meta(meta: dict[str, str], wanted: dict[str, str], where: str) -> None
         raise IndexFormatError(
             f"{where} has format {meta.get('format')!r}, this version reads format "
             f"{FORMAT_VERSION!r} (format '1' is the bucket layout of earlier versions, "
-            "'2' their log with keys not coded, '3' their log without sketches): start it afresh "
+            "'2' their log with keys not coded, '3' their log without sketches, '4' without key "
+            "CRCs): start it afresh "
             "with SIMHASH_INDEX_RESET=True on one worker (import --reset), or delete the namespace "
             "(or use another one)"
         )
@@ -91,6 +95,11 @@ def encoded_key(key: str) -> bytes:
     return encoded
 
 
+def pack_crc(crc: int) -> bytes:
+    """The 4 big-endian bytes a key's CRC (:func:`~._key_lookup.key_crc`) is stored as."""
+    return crc.to_bytes(4, "big")
+
+
 def pack(fingerprint: int) -> bytes:
     """The 8 big-endian bytes a fingerprint is stored as (exact: no float scores)."""
     return fingerprint.to_bytes(8, "big")
@@ -103,21 +112,28 @@ def pack_sketch(sketch: bytes | None) -> bytes:
 
 def add_batches(
     entries: Iterable[tuple[int, str, bytes | None]], size: int
-) -> Iterator[tuple[list[int], list[bytes]]]:
-    """*entries*, *size* at a time, checked and packed: each batch's fingerprints and the
-    add script's arguments (fingerprints, sketches, keys). A bad entry raises before its
-    batch is sent."""
+) -> Iterator[tuple[list[int], list[int], list[bytes]]]:
+    """*entries*, *size* at a time, checked and packed: each batch's fingerprints, key
+    CRCs, and the add script's arguments (fingerprints, sketches, key CRCs, keys). A bad
+    entry raises before its batch is sent."""
     rows = iter(entries)
     while batch := list(islice(rows, size)):
         fingerprints = [check_fingerprint(fingerprint) for fingerprint, _, _ in batch]
         sketches = b"".join(pack_sketch(check_sketch(sketch)) for _, _, sketch in batch)
         keys = [encoded_key(key) for _, key, _ in batch]
-        yield fingerprints, [b"".join(map(pack, fingerprints)), sketches, *keys]
+        crcs = [key_crc(key) for key in keys]
+        packed = [b"".join(map(pack, fingerprints)), sketches, b"".join(map(pack_crc, crcs))]
+        yield fingerprints, crcs, [*packed, *keys]
 
 
 def unpack_fingerprints(data: bytes) -> npt.NDArray[np.uint64]:
     """Packed big-endian fingerprints (or tombstones) as uint64."""
     return np.frombuffer(data, dtype=">u8").astype(np.uint64)
+
+
+def unpack_crcs(data: bytes) -> npt.NDArray[np.uint32]:
+    """Packed big-endian key CRCs as uint32."""
+    return np.frombuffer(data, dtype=">u4").astype(np.uint32)
 
 
 @dataclass(frozen=True)

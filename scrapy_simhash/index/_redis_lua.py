@@ -8,13 +8,15 @@ A namespace is an append-only log; every key starts with its prefix ``P``:
   ``P:k<c>`` the keys (coded by :mod:`._redis_keys`, concatenated), ``P:o<c>`` where each key ends in
   ``P:k<c>`` (4 bytes big-endian), ``P:s<c>`` its minwise sketch
   (:mod:`scrapy_simhash.core.sketch`, 32 bytes at byte ``32i``; all zeros, or past the
-  end of the string: stored without one), and with a TTL ``P:e<c>`` its expiry (4 bytes,
-  Unix seconds by the Redis clock; each chunk key expires with its last record);
+  end of the string: stored without one), ``P:h<c>`` the CRC-32 of its key (4 bytes,
+  :func:`~._key_lookup.key_crc`: how a page's older records are found), and with a TTL
+  ``P:e<c>`` its expiry (4 bytes, Unix seconds by the Redis clock; each chunk key
+  expires with its last record);
 * ``P:n`` the number of records ever appended; ``P:x`` the removed records, as 8-byte
   sequence numbers (tombstones); ``P:meta`` format, options, chunk size and an
   *epoch*, a token made when the namespace is created.
 
-Clients search a mirror of the log (:mod:`._redis_mirror`, fingerprints only); the
+Clients search a mirror of the log (:mod:`._redis_mirror`, fingerprints and key CRCs); the
 check script (:mod:`._redis_lua_check`), given its matches and position, atomically
 confirms them (live, and the sketches close enough), scans the records it has not seen
 and appends the new one when nothing was confirmed. Fingerprints stay 8 raw bytes (Lua
@@ -44,8 +46,8 @@ if TTL > 0 then NOW = tonumber(redis.call('TIME')[1]) end
 local floor, byte, concat = math.floor, string.byte, table.concat
 local SKETCH_SIZE = SKETCH_BYTES
 local NO_SKETCH = string.rep('\\0', SKETCH_SIZE)  -- how a record without a sketch holds it
-local KINDS = {'f', 'k', 'o', 's'}
-if TTL > 0 then KINDS[5] = 'e' end
+local KINDS = {'f', 'k', 'o', 's', 'h'}
+if TTL > 0 then KINDS[6] = 'e' end
 
 local function name(kind, chunk) return PREFIX .. kind .. chunk end
 
@@ -91,41 +93,46 @@ local function key_of(seq)
   return redis.call('GETRANGE', name('k', chunk), start, stop - 1)
 end
 
--- the fingerprints of records first .. last - 1, zeros where a chunk is gone
-local function fingerprints(first, last)
+-- the values of records first .. last - 1 in the chunk strings of kind, width bytes
+-- each ('f': fingerprints, 'h': key CRCs), zeros where a chunk is gone
+local function column(kind, width, first, last)
   local parts = {}
   while first < last do
     local chunk = floor(first / CHUNK)
     local stop = math.min(last, (chunk + 1) * CHUNK)
-    local at, size = (first - chunk * CHUNK) * 8, (stop - first) * 8
-    local s = redis.call('GETRANGE', name('f', chunk), at, at + size - 1)
+    local at, size = (first - chunk * CHUNK) * width, (stop - first) * width
+    local s = redis.call('GETRANGE', name(kind, chunk), at, at + size - 1)
     if #s < size then s = s .. string.rep('\\0', size - #s) end
     parts[#parts + 1] = s
     first = stop
   end
   return concat(parts)
 end
+local function fingerprints(first, last) return column('f', 8, first, last) end
+local function key_crcs(first, last) return column('h', 4, first, last) end
 
 local function tombstones_since(count) return redis.call('GETRANGE', TOMBS, count * 8, -1) end
 
 -- A chunk that lost strings (expired while idle, evicted under maxmemory) would put
 -- the record out of place: blank the chunk's earlier records (keys gone, expired) instead.
-local function blank(chunk, slot, fp8, key, expiry)
+local function blank(chunk, slot, fp8, key, crc4, expiry)
   redis.call('SET', name('f', chunk), string.rep('\\0', slot * 8) .. fp8)
+  redis.call('SET', name('h', chunk), string.rep('\\0', slot * 4) .. crc4)
   redis.call('SET', name('k', chunk), key)
   redis.call('SET', name('o', chunk), string.rep('\\255', slot * 4) .. struct.pack('>I4', #key))
   redis.call('DEL', name('s', chunk))  -- no sketch left over from another log (see append)
   if TTL > 0 then redis.call('SET', name('e', chunk), string.rep('\\0', slot * 4) .. expiry) end
 end
 
-local function append(fp8, key, sketch)  -- record N; sketch: NO_SKETCH for none
+local function append(fp8, key, sketch, crc4)  -- record N; sketch: NO_SKETCH for none
   local chunk = floor(N / CHUNK)
   local slot, expiry = N - chunk * CHUNK, struct.pack('>I4', NOW + TTL)
   local whole = redis.call('APPEND', name('f', chunk), fp8) == slot * 8 + 8
   local stop = redis.call('APPEND', name('k', chunk), key)
   whole = redis.call('APPEND', name('o', chunk), struct.pack('>I4', stop)) == slot * 4 + 4 and whole
+  whole = redis.call('APPEND', name('h', chunk), crc4) == slot * 4 + 4 and whole
   if TTL > 0 then whole = redis.call('APPEND', name('e', chunk), expiry) == slot * 4 + 4 and whole end
-  if not whole then blank(chunk, slot, fp8, key, expiry) end
+  if not whole then blank(chunk, slot, fp8, key, crc4, expiry) end
   -- Sketches are written at their slot, not appended: records without one store
   -- nothing (zeros once a later one has one), and a lost string loses only sketches.
   if sketch ~= NO_SKETCH then redis.call('SETRANGE', name('s', chunk), slot * SKETCH_SIZE, sketch) end
@@ -138,22 +145,44 @@ local function append(fp8, key, sketch)  -- record N; sketch: NO_SKETCH for none
     end
   end
 end
+
+-- Remove the live records under key: of seqs (the mirror's records with its CRC) and of
+-- the records first .. N - 1 (those the mirror has not seen) with CRC crc4. Returns
+-- the removed seqs.
+local function remove_key_records(key, crc4, seqs, first)
+  local candidates = {}
+  for _, seq in ipairs(seqs) do candidates[#candidates + 1] = seq end
+  local tail = key_crcs(first, N)
+  local at = string.find(tail, crc4, 1, true)
+  while at do
+    if (at - 1) % 4 == 0 then candidates[#candidates + 1] = first + (at - 1) / 4 end
+    at = string.find(tail, crc4, at + 1, true)
+  end
+  local removed = {}
+  for _, seq in ipairs(candidates) do
+    if live(seq) and key_of(seq) == key then
+      redis.call('APPEND', TOMBS, seq8(seq))
+      removed[#removed + 1] = seq
+    end
+  end
+  return removed
+end
 """
 
 # ARGV[5] the fingerprints, 8 bytes each; [6] their sketches, 32 bytes each (zeros: none);
-# [7...] their keys. Reply: {'added', first seq}.
+# [7] their key CRCs, 4 bytes each; [8...] their keys. Reply: {'added', first seq}.
 _ADD = """
 local first = N
-for n = 0, #ARGV - 7 do
+for n = 0, #ARGV - 8 do
   local sketch = string.sub(ARGV[6], n * SKETCH_SIZE + 1, (n + 1) * SKETCH_SIZE)
-  append(string.sub(ARGV[5], n * 8 + 1, n * 8 + 8), ARGV[n + 7], sketch)
+  append(string.sub(ARGV[5], n * 8 + 1, n * 8 + 8), ARGV[n + 8], sketch, string.sub(ARGV[7], n * 4 + 1, n * 4 + 4))
 end
 redis.call('SET', COUNTER, N)
 return {'added', first}
 """
 
 # ARGV[5] the mirror's position; [6] its tombstones; [7] most records to return.
-# Reply: {'synced', records, first seq returned, fingerprints, new tombstones}. With a
+# Reply: {'synced', records, first seq returned, fingerprints, key CRCs, new tombstones}. With a
 # TTL, expired chunks are skipped (chunks expire in order: a binary search finds the
 # first one left).
 _SYNC = """
@@ -169,7 +198,7 @@ if TTL > 0 and P < N and redis.call('EXISTS', name('f', floor(P / CHUNK))) == 0 
   start = math.min(N, low * CHUNK)
 end
 local stop = math.min(N, start + LIMIT)
-return {'synced', N, start, fingerprints(start, stop), tombstones_since(T)}
+return {'synced', N, start, fingerprints(start, stop), key_crcs(start, stop), tombstones_since(T)}
 """
 
 # ARGV[5] the 8-byte fingerprint; [6] '1' to remove only the records whose key is
@@ -199,6 +228,19 @@ end
 return reply
 """
 
+# ARGV[5] the key; [6] its CRC (4 bytes); [7] the mirror's position; [8] the longest tail
+# scanned here; [9...] the mirror's records with that CRC. Reply: {'removed', seq, ...} or {'behind'}.
+_REMOVE_KEY = """
+local KEY, CRC, P, BOUND = ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
+if P > N then return {'reload'} end
+if N - P > BOUND then return {'behind'} end
+local seqs = {}
+for n = 9, #ARGV do seqs[#seqs + 1] = tonumber(ARGV[n]) end
+local reply = {'removed'}
+for _, seq in ipairs(remove_key_records(KEY, CRC, seqs, P)) do reply[#reply + 1] = seq end
+return reply
+"""
+
 # ARGV[5...] sequence numbers. Reply: {'keys', key or nil, ...} (nil: gone).
 _KEYS = """
 local reply = {'keys'}
@@ -220,4 +262,5 @@ CHECK = _PRELUDE + CHECK_BODY
 ADD = _PRELUDE + _ADD
 SYNC = _PRELUDE + _SYNC
 REMOVE = _PRELUDE + _REMOVE
+REMOVE_KEY = _PRELUDE + _REMOVE_KEY
 KEYS_OF = _PRELUDE + _KEYS

@@ -5,7 +5,9 @@ It runs after the prelude of :mod:`._redis_lua` (the layout, ``live``, ``key_of`
 not seen that are within k of the query, a record is a match when it is live and its
 sketch is within the bound of the query's (or either has none). For ``add_if_new``
 (mode ``'check'``) the new record is appended when no match was confirmed, so of two
-workers racing with near-duplicates, exactly one keeps its page.
+workers racing with near-duplicates, exactly one keeps its page. For ``replace_if_new``
+(mode ``'replace'``), unless a match is under the page's own key, the key's earlier
+records are removed first, in the same step.
 
 Sketches are 32 raw bytes, compared as eight 32-bit words (the ``bit`` module works on
 32 bits; Lua numbers are doubles, no 64-bit integers): an XOR, and a popcount by bit
@@ -15,18 +17,21 @@ popcount table the scan of the tail uses for fingerprints.
 
 from __future__ import annotations
 
-# ARGV[5] 'check' (add_if_new) or 'query'; [6] the 8-byte fingerprint; [7] the 8 bytes of
-# NOT wildcard (the bits that count); [8] max distance; [9] the key; [10] the query's
-# 32-byte sketch (zeros: none); [11] the most bits two sketches may differ in; [12] the
-# mirror's position (records it holds); [13] tombstones it holds; [14] the longest tail
-# scanned here (longer: 'behind', the client catches up first); [15...] the mirror's
-# candidates. Reply: {'stored' | 'found' | 'behind' | 'reload', records, tail
-# fingerprints, new tombstones, seq, key, sketch distance (-1: not compared), seq, ...}
-# (the confirmed matches).
+# ARGV[5] 'check' (add_if_new), 'replace' (replace_if_new) or 'query'; [6] the 8-byte
+# fingerprint; [7] the 8 bytes of NOT wildcard (the bits that count); [8] max distance;
+# [9] the key; [10] the query's 32-byte sketch (zeros: none); [11] the most bits two
+# sketches may differ in; [12] the mirror's position (records it holds); [13] tombstones
+# it holds; [14] the longest tail scanned here (longer: 'behind', the client catches up
+# first); [15] the key's CRC (4 bytes); [16] how many of the mirror's records have it,
+# m; [17 .. 16 + m] those records; [17 + m ...] the mirror's candidates. Reply:
+# {'stored' | 'found' | 'behind' | 'reload', records, tail fingerprints, tail key CRCs,
+# new tombstones, records of the key replaced, seq, key, sketch distance (-1: not
+# compared), seq, ...} (the confirmed matches).
 _CHECK = """
 local MODE, FP, MASK, K, KEY = ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9]
 local SKETCH, MAX_SKETCH = ARGV[10], tonumber(ARGV[11])
 local P, T, BOUND = tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14])
+local CRC, KEY_RECORDS = ARGV[15], tonumber(ARGV[16])
 if P > N then return {'reload'} end
 if N - P > BOUND then return {'behind'} end
 local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
@@ -65,7 +70,7 @@ local function confirm(seq)  -- a record within k: a match if live, sketch close
   if key then found[#found + 1] = seq; found[#found + 1] = key; found[#found + 1] = d end
 end
 
-for n = 15, #ARGV do confirm(tonumber(ARGV[n])) end
+for n = 17 + KEY_RECORDS, #ARGV do confirm(tonumber(ARGV[n])) end
 local tail = fingerprints(P, N)
 if #tail > 0 then  -- the records the mirror has not seen
   local pop = {[0] = POPCOUNTS}  -- bits set in each byte value
@@ -80,9 +85,20 @@ if #tail > 0 then  -- the records the mirror has not seen
     if d <= K then confirm(P + (pos - 1) / 8) end
   end
 end
-local reply = {'found', N, tail, tombstones_since(T)}
-if MODE == 'check' and #found == 0 then
-  append(FP, KEY, SKETCH)
+local store, replaced = MODE == 'check' and #found == 0, 0
+if MODE == 'replace' then  -- unless its own record matches (unchanged), the key's earlier records go
+  local own = false
+  for n = 2, #found, 3 do own = own or found[n] == KEY end
+  if not own then
+    local seqs = {}
+    for n = 17, 16 + KEY_RECORDS do seqs[#seqs + 1] = tonumber(ARGV[n]) end
+    replaced = #remove_key_records(KEY, CRC, seqs, P)
+    store = #found == 0
+  end
+end
+local reply = {'found', N, tail, key_crcs(P, N), tombstones_since(T), replaced}
+if store then
+  append(FP, KEY, SKETCH, CRC)
   redis.call('SET', COUNTER, N)
   reply[1], reply[2] = 'stored', N
 end

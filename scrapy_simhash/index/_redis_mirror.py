@@ -2,10 +2,11 @@
 
 The log (see :mod:`._redis_lua`) only grows, so a worker holds records
 ``first_seq ... position - 1`` in a :class:`~._redis_records.RecordIndex` (row ``r`` is
-record ``first_seq + r``; the keys stay in Redis) and the tombstones it has seen. A search
-here finds every candidate among those records; the check script confirms them (their
-sketches stay in Redis) and covers the records written since. Costs ~33 bytes of the
-worker's RAM a record.
+record ``first_seq + r``; the keys stay in Redis), their key CRCs in a
+:class:`~._key_lookup.CrcTable`, and the tombstones it has seen. A search here finds every
+candidate among those records (and every record that may be under a key); the check
+script confirms them (their sketches and keys stay in Redis) and covers the records
+written since. Costs ~41 bytes of the worker's RAM a record.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..core.sketch import estimated_similarity
-from ._redis_layout import reply_text, unpack_fingerprints
+from ._key_lookup import CrcTable
+from ._redis_layout import reply_text, unpack_crcs, unpack_fingerprints
 from ._redis_keys import decode_stored_key
 from ._redis_records import RecordIndex
 from ._tables import TableDesign
@@ -32,6 +34,7 @@ class LogMirror:
     """Records ``first_seq ... position - 1`` of a log, and the tombstones seen."""
 
     _records: RecordIndex
+    _crcs: CrcTable
 
     def __init__(self, max_distance: int, expected_size: int) -> None:
         self._max_distance = max_distance
@@ -56,8 +59,10 @@ class LogMirror:
     def design(self) -> TableDesign:
         return self._records.design
 
-    def extend(self, start: int, fingerprints: npt.NDArray[np.uint64] | list[int]) -> None:
-        """Mirror the records ``start, start + 1, ...`` with these fingerprints.
+    def extend(
+        self, start: int, fingerprints: npt.NDArray[np.uint64] | list[int], crcs: npt.NDArray[np.uint32] | list[int]
+    ) -> None:
+        """Mirror the records ``start, start + 1, ...`` with these fingerprints and key CRCs.
 
         Those mirrored already are skipped (replies to calls of several threads overlap).
         A *start* past :attr:`position` means the records between are gone (their
@@ -65,9 +70,10 @@ class LogMirror:
         """
         position = self.position
         if start < position:
-            fingerprints = fingerprints[position - start :]
+            fingerprints, crcs = fingerprints[position - start :], crcs[position - start :]
         elif start > position:
             self._restart_at(start)
+        self._crcs.extend(crcs)
         if len(fingerprints) < _BULK_ADD:  # a check's reply: its own record, a few others'
             for fingerprint in fingerprints:
                 self._records.add_record(int(fingerprint))
@@ -82,34 +88,41 @@ class LogMirror:
         tombstones (the sync script's reply), a slice at a time."""
         start = position = self.position
         pieces: list[npt.NDArray[np.uint64]] = []
+        crc_pieces: list[npt.NDArray[np.uint32]] = []
         while True:
-            records, first, fingerprints, tombstones = read(position, self.tombstones_seen)
+            records, first, fingerprints, key_crcs, tombstones = read(position, self.tombstones_seen)
             self.add_tombstones(self.tombstones_seen, unpack_fingerprints(tombstones))
             if int(first) != position:  # expired chunks skipped
-                start, pieces = int(first), []
+                start, pieces, crc_pieces = int(first), [], []
             pieces.append(unpack_fingerprints(fingerprints))
+            crc_pieces.append(unpack_crcs(key_crcs))
             position = int(first) + len(pieces[-1])
             if position >= int(records):
                 break
         if start != self.position or position != start:  # one bulk extend (a reopen)
-            self.extend(start, np.concatenate(pieces))
+            self.extend(start, np.concatenate(pieces), np.concatenate(crc_pieces))
 
-    def apply_check(self, position: int, tombstones: int, fingerprint: int, reply: list[Any]) -> list[Match]:
+    def apply_check(
+        self, position: int, tombstones: int, fingerprint: int, crc: int, reply: list[Any]
+    ) -> tuple[list[Match], int]:
         """Mirror what the reply of a check script called at *position* brings (the log's
-        tail, the page's own record if stored, new tombstones); return its matches."""
+        tail, the page's own record if stored, new tombstones); return its matches and how
+        many earlier records of the key it replaced."""
         records = unpack_fingerprints(reply[2]).tolist() if reply[2] else []
-        stored = reply_text(reply[0]) == "stored"
-        self.extend(position, [*records, fingerprint] if stored else records)
-        if reply[3]:
-            self.add_tombstones(tombstones, unpack_fingerprints(reply[3]))
-        found = list(zip(reply[4::3], reply[5::3], reply[6::3]))
-        return self.matches(fingerprint, found) if found else []
+        crcs = unpack_crcs(reply[3]).tolist() if reply[3] else []
+        if reply_text(reply[0]) == "stored":
+            records, crcs = [*records, fingerprint], [*crcs, crc]
+        self.extend(position, records, crcs)
+        if reply[4]:
+            self.add_tombstones(tombstones, unpack_fingerprints(reply[4]))
+        found = list(zip(reply[6::3], reply[7::3], reply[8::3]))
+        return (self.matches(fingerprint, found) if found else []), int(reply[5])
 
     def forget_expired(self, read: Callable[[int, int, int], list[Any]]) -> int:
         """Forget the records of expired chunks (see :meth:`forget_before`), as the sync
         script, ``read(first record, tombstones seen, 0 records)``, finds them: it answers
         with the first record whose chunk is left (chunks expire in order)."""
-        _, first, _, tombstones = read(self.first_seq, self.tombstones_seen, 0)
+        _, first, _, _, tombstones = read(self.first_seq, self.tombstones_seen, 0)
         self.add_tombstones(self.tombstones_seen, unpack_fingerprints(tombstones))
         return self.forget_before(int(first))
 
@@ -121,13 +134,15 @@ class LogMirror:
         seq = min(seq, self.position)
         if seq <= self.first_seq:
             return 0
-        kept = self._records.fingerprints_from(seq - self.first_seq)
         forgotten = seq - self.first_seq
+        kept = self._records.fingerprints_from(forgotten)
+        crcs = self._crcs.without_rows_before(forgotten)
         self.generation += 1  # rows moved: a reply to a call made before names stale ones
         self._restart_at(seq)
         self.removed = {removed for removed in self.removed if removed >= seq}
         if len(kept):
-            self.extend(seq, kept)
+            self._records = RecordIndex.build(kept, self._max_distance)
+            self._crcs = crcs
         return forgotten
 
     def add_tombstones(self, first: int, seqs: npt.NDArray[np.uint64]) -> None:
@@ -141,6 +156,16 @@ class LogMirror:
         first, removed = self.first_seq, self.removed
         found = self._records.rows_within(fingerprint, wildcard)
         return {first + row: d for row, d in found.items() if first + row not in removed}
+
+    def fingerprint_of(self, seq: int) -> int:
+        """The fingerprint of mirrored record *seq*."""
+        return self._records.fingerprint_at(seq - self.first_seq)
+
+    def key_records(self, crc: int) -> list[int]:
+        """The mirrored, not removed, records whose key has this CRC (the check script
+        compares their keys)."""
+        first, removed = self.first_seq, self.removed
+        return [first + row for row in self._crcs.rows_with(crc) if first + row not in removed]
 
     def matches(self, fingerprint: int, found: list[tuple[int, bytes, int]]) -> list[Match]:
         """Matches of *fingerprint* from ``(seq, key, sketch distance)`` of mirrored records
@@ -158,6 +183,8 @@ class LogMirror:
         described = self._records.describe()
         described.pop("backend")
         described["records"] = described.pop("size")
+        if len(self._records):
+            described["key_crc_bytes_per_record"] = round(self._crcs.nbytes / len(self._records), 1)
         return {"log_records": self.position, "removed_records": self.tombstones_seen,
                 "design": described.pop("design"), "mirror": described}
 
@@ -167,3 +194,4 @@ class LogMirror:
     def _restart_at(self, seq: int) -> None:
         self.first_seq = seq
         self._records = RecordIndex(self._max_distance, expected_size=self._expected_size)
+        self._crcs = CrcTable()

@@ -19,7 +19,7 @@ from redis.connection import Connection
 
 from ._redis_client import is_no_meta, safe_url
 from ._redis_layout import Names, check_meta, parse_meta, reply_text
-from ._redis_lua import ADD, CHECK, ENSURE_META, KEYS_OF, REMOVE, SYNC
+from ._redis_lua import ADD, CHECK, ENSURE_META, KEYS_OF, REMOVE, REMOVE_KEY, SYNC
 
 
 class LogScripts:
@@ -30,7 +30,7 @@ class LogScripts:
         self._wanted = wanted
         self._where = f"Redis namespace {names.prefix!r} at {safe_url(url)}"
         self._scripts = {source: client.register_script(source)
-                         for source in (CHECK, ADD, SYNC, REMOVE, KEYS_OF, ENSURE_META)}
+                         for source in (CHECK, ADD, SYNC, REMOVE, REMOVE_KEY, KEYS_OF, ENSURE_META)}
         self._pool = client.connection_pool
         # Shared by every namespace on the pool (a crawl's hosts with SIMHASH_SCOPE="domain"):
         # as many connections as calls at once, not one per namespace.

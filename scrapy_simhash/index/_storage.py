@@ -166,9 +166,13 @@ class KeyStore:
         return len(self._ends)
 
     def __getitem__(self, index: int) -> str:
+        return decode_key(self.encoded(index))
+
+    def encoded(self, index: int) -> bytes:
+        """Key *index* as stored (UTF-8), not decoded."""
         ends = self._ends.values
         start = int(ends[index - 1]) if index else 0
-        return decode_key(self._data[start : int(ends[index])])
+        return bytes(self._data[start : int(ends[index])])
 
     def __iter__(self) -> Iterator[str]:
         return (self[i] for i in range(len(self)))

@@ -22,7 +22,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple
 
 from ..core.fingerprint import check_fingerprint
 from ..core.sketch import max_sketch_distance, sketch_distance
@@ -67,6 +67,11 @@ def signature_fields(signature: str) -> dict[str, str]:
     return fields
 
 
+def own_match(matches: Sequence[Match], key: str) -> Match | None:
+    """The nearest of *matches* stored under *key*: the page's own record, if it is one."""
+    return next((match for match in matches if match.key == key), None)
+
+
 class SimhashIndexError(Exception):
     """Base class of the errors raised by index backends."""
 
@@ -94,6 +99,15 @@ class Match:
         """The order of :meth:`SimhashIndex.query`'s answer: nearest first, then by key,
         fingerprint and similarity (a confirmed match before an unconfirmed one)."""
         return (self.distance, self.key, self.fingerprint, self.similarity is None, -(self.similarity or 0.0))
+
+
+class Verdict(NamedTuple):
+    """What :meth:`SimhashIndex.replace_if_new` found and did."""
+
+    #: The match (the page's own record first), or ``None``: the page was stored.
+    match: Match | None
+    #: How many earlier records of the key were removed: the page changed since.
+    replaced: int = 0
 
 
 class SimhashIndex(ABC):
@@ -128,6 +142,25 @@ class SimhashIndex(ABC):
         return ``None`` after storing ``(fingerprint, key, sketch)``.
         """
 
+    def replace_if_new(
+        self, fingerprint: int, key: str, wildcard: int = 0, sketch: bytes | None = None
+    ) -> Verdict:
+        """:meth:`add_if_new` for a page that may be stored already under *key* (fetched
+        again), so that the index keeps one record a key: its latest version.
+
+        A match under *key* itself comes first (:func:`own_match`: the page is unchanged)
+        and nothing changes. Otherwise the key's earlier records (an older version of the
+        page) are removed, and the nearest match is returned, or the page stored.
+
+        This default runs in steps; the built-in backends do it in one (atomically, in Redis).
+        """
+        matches = self.query(fingerprint, wildcard, sketch)
+        own = own_match(matches, key)
+        if own is not None:
+            return Verdict(own)
+        replaced = self.remove_key(key)
+        return Verdict(matches[0] if matches else self.add_if_new(fingerprint, key, wildcard, sketch), replaced)
+
     @abstractmethod
     def query(self, fingerprint: int, wildcard: int = 0, sketch: bytes | None = None) -> list[Match]:
         """Every stored match, nearest first.
@@ -148,6 +181,17 @@ class SimhashIndex(ABC):
     @abstractmethod
     def remove(self, fingerprint: int, key: str | None = None) -> int:
         """Remove the entries with this fingerprint (and key, if given); return how many."""
+
+    def remove_key(self, key: str) -> int:
+        """Remove every entry stored under *key*; return how many.
+
+        This default scans :meth:`items`; the built-in backends look the key up.
+        """
+        return sum(self.remove(fingerprint, key) for fingerprint in set(self.fingerprints_of(key)))
+
+    def fingerprints_of(self, key: str) -> list[int]:
+        """The fingerprints stored under *key* (this default scans :meth:`items`)."""
+        return [fingerprint for fingerprint, stored_key in self.items() if stored_key == key]
 
     @abstractmethod
     def __len__(self) -> int:

@@ -24,7 +24,7 @@ from ..core.sketch import check_sketch
 from . import _logfile as lf
 from ._diskstore import DiskStore
 from ._storage import SketchStore, fingerprint_array
-from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex
+from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, Verdict, own_match
 from .memory import MemoryIndex
 
 _OPEN_STORES: dict[tuple[str, bool], DiskStore] = {}  # (real path, read-only) -> store
@@ -84,6 +84,21 @@ class DiskIndex(SimhashIndex):
             self.add(fingerprint, key, sketch)  # on disk first, then in memory
         return match
 
+    def replace_if_new(
+        self, fingerprint: int, key: str, wildcard: int = 0, sketch: bytes | None = None
+    ) -> Verdict:
+        matches = self._memory.query(fingerprint, wildcard, sketch)
+        own = own_match(matches, key)
+        if own is not None:
+            return Verdict(own)
+        # Removed (on disk) before the new record is written: a kill in between loses the
+        # old version, never keeps both.
+        replaced = self.remove_key(key)
+        if matches:
+            return Verdict(matches[0], replaced)
+        self.add(fingerprint, key, sketch)
+        return Verdict(None, replaced)
+
     def query(self, fingerprint: int, wildcard: int = 0, sketch: bytes | None = None) -> list[Match]:
         return self._memory.query(fingerprint, wildcard, sketch)
 
@@ -114,6 +129,9 @@ class DiskIndex(SimhashIndex):
         if removed:
             self._store.append(self._namespace_id, op, fingerprint, key or "")
         return removed
+
+    def fingerprints_of(self, key: str) -> list[int]:
+        return self._memory.fingerprints_of(key)
 
     def __len__(self) -> int:
         return len(self._memory)

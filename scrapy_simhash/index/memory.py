@@ -31,9 +31,10 @@ from ..core.fingerprint import check_fingerprint
 from ..core.sketch import check_sketch, estimated_similarity
 from ._buckets import SortedBuckets, WriteBuffer, bucket_stats, probe_kernel
 from ._design_choice import choose_design, design_for_size
+from ._key_lookup import KeyLookup
 from ._storage import GrowableArray, KeyStore, SketchStore, entry_columns, fingerprint_array
 from ._tables import TableDesign
-from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex
+from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, Verdict, own_match
 
 _MIN_BUFFER = 4096
 _MAX_BUFFER = 1 << 17
@@ -73,6 +74,7 @@ class MemoryIndex(SimhashIndex):
         self._keys = KeyStore()
         self._sketches = SketchStore()
         self._removed: set[int] = set()
+        self._key_lookup: KeyLookup | None = None  # built by the first search by key
         #: Rows kept in the write buffer before a merge (None: the default bound).
         self.buffer_limit: int | None = None
         self._reset_tables()
@@ -112,6 +114,21 @@ class MemoryIndex(SimhashIndex):
         self._append(fingerprint, key, sketch, self.design.bucket_keys(fingerprint))
         return None
 
+    def replace_if_new(
+        self, fingerprint: int, key: str, wildcard: int = 0, sketch: bytes | None = None
+    ) -> Verdict:
+        fingerprint, wildcard = check_fingerprint(fingerprint), self.check_wildcard(wildcard)
+        sketch = check_sketch(sketch)
+        matches = self._matches(self._probe(fingerprint, wildcard), sketch)
+        own = own_match(matches, key)
+        if own is not None:
+            return Verdict(own)
+        replaced = self.remove_key(key)  # none of the matches: they are under other keys
+        if matches:
+            return Verdict(matches[0], replaced)
+        self._append(fingerprint, key, sketch, self.design.bucket_keys(fingerprint))
+        return Verdict(None, replaced)
+
     def query(self, fingerprint: int, wildcard: int = 0, sketch: bytes | None = None) -> list[Match]:
         fingerprint, wildcard = check_fingerprint(fingerprint), self.check_wildcard(wildcard)
         return self._matches(self._probe(fingerprint, wildcard), check_sketch(sketch))
@@ -149,11 +166,20 @@ class MemoryIndex(SimhashIndex):
     def remove(self, fingerprint: int, key: str | None = None) -> int:
         fingerprint = check_fingerprint(fingerprint)
         found = self._probe(fingerprint)
-        rows = [r for r, d in found.items() if d == 0 and key in (None, self._keys[r])]
-        self._removed.update(rows)
-        if len(self._removed) > max(self._buffer_bound(), len(self._fingerprints) // 4):
-            self._compact()
-        return len(rows)
+        return self._remove_rows([r for r, d in found.items() if d == 0 and key in (None, self._keys[r])])
+
+    def remove_key(self, key: str) -> int:
+        return self._remove_rows(self._rows_of_key(key))
+
+    def fingerprints_of(self, key: str) -> list[int]:
+        fingerprints = self._fingerprints.values
+        return [int(fingerprints[row]) for row in self._rows_of_key(key)]
+
+    def _rows_of_key(self, key: str) -> list[int]:
+        """The live rows stored under *key*, oldest first."""
+        if self._key_lookup is None:
+            self._key_lookup = KeyLookup()
+        return [row for row in self._key_lookup.rows_of(key, self._keys) if row not in self._removed]
 
     def __len__(self) -> int:
         return len(self._fingerprints) - len(self._removed)
@@ -185,9 +211,11 @@ class MemoryIndex(SimhashIndex):
         return described
 
     def memory_usage(self) -> dict[str, int]:
-        """Allocated bytes of the index structure, the keys and the sketches (buffer excluded)."""
+        """Allocated bytes of the index structure, the keys (and their lookup, once built) and
+        the sketches (buffers excluded)."""
         index_bytes = self._fingerprints.nbytes + self._sorted.nbytes
-        return {"index_bytes": index_bytes, "key_bytes": self._keys.nbytes, "sketch_bytes": self._sketches.nbytes}
+        key_bytes = self._keys.nbytes + (self._key_lookup.nbytes if self._key_lookup is not None else 0)
+        return {"index_bytes": index_bytes, "key_bytes": key_bytes, "sketch_bytes": self._sketches.nbytes}
 
     def bucket_stats(self) -> dict[str, Any]:
         """Bucket sizes of the sorted part: largest, skew, candidates per probe."""
@@ -203,6 +231,12 @@ class MemoryIndex(SimhashIndex):
         self._buffer.add(row, fingerprint, bucket_keys)
         if len(self._buffer) >= self._buffer_bound():
             self._merge_buffer()
+
+    def _remove_rows(self, rows: list[int]) -> int:
+        self._removed.update(rows)
+        if len(self._removed) > max(self._buffer_bound(), len(self._fingerprints) // 4):
+            self._compact()
+        return len(rows)
 
     def _buffer_bound(self) -> int:
         if self.buffer_limit is not None:
@@ -285,4 +319,5 @@ class MemoryIndex(SimhashIndex):
         self._keys = self._keys.compress(keep)
         self._sketches = self._sketches.compress(keep)
         self._removed = set()
+        self._key_lookup = None  # rows renumbered
         self._reset_tables()

@@ -30,15 +30,16 @@ import redis
 
 from ..core.fingerprint import check_fingerprint
 from ..core.sketch import check_sketch
+from ._key_lookup import key_crc
 from ._redis_client import connect, safe_url
-from ._redis_keys import encode_stored_key
-from ._redis_layout import Names, add_batches, encoded_key, new_meta, pack, pack_sketch, reply_text
-from ._redis_lua import ADD, CHECK, KEYS_OF, REMOVE
+from ._redis_keys import decode_stored_key, encode_stored_key
+from ._redis_layout import Names, add_batches, encoded_key, new_meta, pack, pack_crc, pack_sketch, reply_text
+from ._redis_lua import ADD, CHECK, KEYS_OF, REMOVE, REMOVE_KEY
 from ._redis_mirror import LogMirror
 from ._redis_reader import LogReader
 from ._redis_scripts import LogScripts
 from ._redis_session import LogSession, Retry
-from .base import DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, SimhashIndexError
+from .base import DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, SimhashIndexError, Verdict, own_match
 
 # Longest tail of unseen records the check script scans (~1 us each in Lua); a
 # worker further behind catches up first (:meth:`LogSession.catch_up`).
@@ -109,11 +110,19 @@ class RedisIndex(SimhashIndex):
     ) -> Match | None:
         if time.monotonic() >= self._next_forget:
             self.forget_expired()  # first: if Redis fails here, nothing was stored
-        matches = self._check("check", fingerprint, key, wildcard, sketch)
+        matches, _ = self._check("check", fingerprint, key, wildcard, sketch)
         return matches[0] if matches else None
 
+    def replace_if_new(
+        self, fingerprint: int, key: str, wildcard: int = 0, sketch: bytes | None = None
+    ) -> Verdict:
+        if time.monotonic() >= self._next_forget:
+            self.forget_expired()
+        matches, replaced = self._check("replace", fingerprint, key, wildcard, sketch)
+        return Verdict(own_match(matches, key) or (matches[0] if matches else None), replaced)
+
     def query(self, fingerprint: int, wildcard: int = 0, sketch: bytes | None = None) -> list[Match]:
-        return self._check("query", fingerprint, "", wildcard, sketch)
+        return self._check("query", fingerprint, "", wildcard, sketch)[0]
 
     def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
         self.add_entries([(fingerprint, key, sketch)])
@@ -122,8 +131,8 @@ class RedisIndex(SimhashIndex):
         self.add_entries((fingerprint, key, None) for fingerprint, key in items)
 
     def add_entries(self, entries: Iterable[tuple[int, str, bytes | None]]) -> None:
-        for fingerprints, args in add_batches(entries, _ADD_BATCH):
-            self._add_batch(fingerprints, args)
+        for fingerprints, crcs, args in add_batches(entries, _ADD_BATCH):
+            self._add_batch(fingerprints, crcs, args)
 
     def query_many(self, fingerprints: Sequence[int]) -> list[list[Match]]:
         queries = [check_fingerprint(fingerprint) for fingerprint in fingerprints]
@@ -148,6 +157,31 @@ class RedisIndex(SimhashIndex):
             reply = self._log.call(REMOVE, [*args, mirror.position, _TAIL_BOUND, *same])
             mirror.removed.update(int(seq) for seq in reply[1:])
             return len(reply) - 1
+
+        return self._log.retrying(attempt)
+
+    def remove_key(self, key: str) -> int:
+        stored = encoded_key(key)
+        crc = key_crc(stored)
+
+        def attempt() -> int:
+            mirror = self._mirror
+            reply = self._log.call(REMOVE_KEY, [stored, pack_crc(crc), mirror.position, _TAIL_BOUND,
+                                                *mirror.key_records(crc)])
+            mirror.removed.update(int(seq) for seq in reply[1:])
+            return len(reply) - 1
+
+        return self._log.retrying(attempt)
+
+    def fingerprints_of(self, key: str) -> list[int]:
+        crc = key_crc(encoded_key(key))
+
+        def attempt() -> list[int]:
+            self._log.catch_up()
+            seqs = self._mirror.key_records(crc)
+            keys = self._log.call(KEYS_OF, seqs)[1:] if seqs else []
+            return [self._mirror.fingerprint_of(seq) for seq, stored in zip(seqs, keys)
+                    if stored is not None and decode_stored_key(stored) == key]
 
         return self._log.retrying(attempt)
 
@@ -186,33 +220,40 @@ class RedisIndex(SimhashIndex):
 
     # -- internals -------------------------------------------------------------------
 
-    def _check(self, mode: str, fingerprint: int, key: str, wildcard: int, sketch: bytes | None) -> list[Match]:
+    def _check(
+        self, mode: str, fingerprint: int, key: str, wildcard: int, sketch: bytes | None
+    ) -> tuple[list[Match], int]:
+        """The check script in *mode*: its matches, and how many records of *key* it replaced."""
         fingerprint, wildcard = check_fingerprint(fingerprint), self.check_wildcard(wildcard)
+        stored_key = encoded_key(key)
+        crc = key_crc(stored_key)
         args = [mode, pack(fingerprint), pack(~wildcard & 0xFFFF_FFFF_FFFF_FFFF), self.max_distance,
-                encoded_key(key), pack_sketch(check_sketch(sketch)), self.max_sketch_distance]
+                stored_key, pack_sketch(check_sketch(sketch)), self.max_sketch_distance]
 
-        def attempt() -> list[Match]:
+        def attempt() -> tuple[list[Match], int]:
             with self._log.lock:  # the mirror under the lock; Redis waited for without, by any thread
                 mirror, generation = self._mirror, self._mirror.generation
                 position, tombstones = mirror.position, mirror.tombstones_seen
                 candidates = mirror.candidates(fingerprint, wildcard)
-            reply = self._log.call(CHECK, [*args, position, tombstones, _TAIL_BOUND, *candidates])
+                key_records = mirror.key_records(crc) if mode == "replace" else []
+            reply = self._log.call(CHECK, [*args, position, tombstones, _TAIL_BOUND, pack_crc(crc),
+                                           len(key_records), *key_records, *candidates])
             with self._log.lock:
                 if mirror.generation != generation:  # mirrored afresh meanwhile: seqs are stale
                     if reply_text(reply[0]) == "stored":
-                        return []
+                        return [], int(reply[5])
                     raise Retry
-                return mirror.apply_check(position, tombstones, fingerprint, reply)
+                return mirror.apply_check(position, tombstones, fingerprint, crc, reply)
 
         return self._log.retrying(attempt, locked=False)
 
-    def _add_batch(self, fingerprints: list[int], args: list[bytes]) -> None:
+    def _add_batch(self, fingerprints: list[int], crcs: list[int], args: list[bytes]) -> None:
         """Run the add script on one batch (:func:`add_batches`) and mirror it."""
 
         def attempt() -> None:
             first = int(self._log.call(ADD, args)[1])
             if first == self._mirror.position:  # nobody else wrote between: no read back
-                self._mirror.extend(first, fingerprints)
+                self._mirror.extend(first, fingerprints, crcs)
             else:
                 self._log.catch_up()
 

@@ -1,0 +1,49 @@
+"""Finding records by key (:mod:`scrapy_simhash.index._key_lookup`), against a plain scan."""
+
+from __future__ import annotations
+
+import random
+
+from scrapy_simhash.index._key_lookup import CrcTable, KeyLookup
+from scrapy_simhash.index._storage import KeyStore
+from scrapy_simhash.index.brute import BruteForceIndex
+from scrapy_simhash.index.memory import MemoryIndex
+
+
+def test_crc_table_finds_every_row_across_merges_and_cuts() -> None:
+    rng = random.Random(3)
+    crcs = [rng.randrange(2000) for _ in range(20_000)]  # many rows a CRC, past several merges
+    table = CrcTable()
+    table.extend(crcs[:777])
+    table.extend(crcs[777:6000])  # in bulk, as a mirror reading the log
+    for start in range(6000, len(crcs), 777):
+        table.extend(crcs[start : start + 777])
+    for crc in (0, 5, 1999, 2000):
+        assert table.rows_with(crc) == [row for row, value in enumerate(crcs) if value == crc]
+    cut = table.without_rows_before(12_345)
+    assert cut.rows == len(crcs) - 12_345
+    cut.extend([5, 5])
+    expected = [row - 12_345 for row, value in enumerate(crcs) if value == 5 and row >= 12_345]
+    assert cut.rows_with(5) == [*expected, cut.rows - 2, cut.rows - 1]
+
+
+def test_key_lookup_compares_the_keys_of_rows_whose_crc_matches() -> None:
+    keys = KeyStore.from_keys(f"https://site.example/{n % 3000}" for n in range(9000))
+    lookup = KeyLookup()
+    assert lookup.rows_of("https://site.example/7", keys) == [7, 3007, 6007]
+    keys.append("https://site.example/7")
+    assert lookup.rows_of("https://site.example/7", keys) == [7, 3007, 6007, 9000]
+    assert lookup.rows_of("https://elsewhere.example/", keys) == []
+
+
+def test_memory_index_replaces_as_brute_force_through_merges_and_compaction() -> None:
+    """Thousands of re-fetches, small buffers: the lookup survives merges and renumbering."""
+    rng = random.Random(7)
+    index, reference = MemoryIndex(3, expected_size=1000), BruteForceIndex(3)
+    index.buffer_limit = 256
+    for _ in range(4000):
+        fingerprint, key = rng.getrandbits(64), f"page{rng.randrange(1000)}"
+        assert index.replace_if_new(fingerprint, key) == reference.replace_if_new(fingerprint, key)
+    assert index.memory_usage()["key_bytes"] > 0 and index.describe()["removed_pending"] < 1000  # compacted
+    assert len(index) == len(reference) == len({key for _, key in reference.items()})
+    assert sorted(index.items()) == sorted(reference.items())
