@@ -189,3 +189,49 @@ def test_remembered_verdicts_change_nothing(monkeypatch: pytest.MonkeyPatch) -> 
     assert _extract(html) == _extract(html) == expected
     assert "sentence 0 of the article body" in expected
     assert not any(word in expected for word in ("Share it", "Menu", "Hidden"))
+
+
+PROSE = "The age of the cookie, in seconds: long enough for a browser session and more."
+# A page of sections named for their topics (ids from their headings, as Sphinx and
+# Django write them), inside a frame named for what it is.
+SECTIONS_PAGE = (
+    "<body><div class='sphinxsidebar'><a href='/a'>Index</a> <a href='/b'>Modules</a></div>"
+    "<div class='document'><h1>Settings</h1>"
+    "<div class='section' id='s-csrf-cookie-age'><span id='csrf-cookie-age'></span><h3>CSRF_COOKIE_AGE</h3>"
+    f"<p>Default: 31449600</p><p>{PROSE}</p></div>"
+    f"<section id='host-header-poisoning'><h2>Host header poisoning</h2><p>{ARTICLE}</p></section>"
+    f"<div id='domains'><p>Cookie domains are shared between the subdomains of one site, {ARTICLE}</p></div>"
+    "<div id='comments'><h3>2 comments</h3><ol class='comment-list'><li><p>First! Thanks for writing "
+    "this all down, it helped me a lot with my project today.</p></li></ol></div>"
+    "<div class='siteFooter'><p>Hosted by the volunteers of the project, thanks to all our sponsors "
+    "and to everyone who ever sent a patch.</p></div></div></body>"
+)
+
+
+def test_sections_named_for_their_topic_keep_their_text() -> None:
+    extracted = _extract(SECTIONS_PAGE)
+    for kept in ("CSRF_COOKIE_AGE", "Default: 31449600", "The age of the cookie", "Host header poisoning",
+                 "Cookie domains are shared", "sentence 39 of the article body"):
+        assert kept in extracted
+    # the frame, named so (also in compound words), and the comments go
+    for gone in ("Index", "Modules", "First! Thanks", "Hosted by the volunteers"):
+        assert gone not in extracted
+
+
+@pytest.mark.parametrize(
+    ("section", "spared"),
+    [
+        (f"<h3>Cookies</h3><p>{PROSE}</p>", True),
+        (f"<a id='x'></a><h3>Cookies</h3><p>{PROSE}</p>", True),  # anchors before the heading are empty
+        (f"<p>{PROSE}</p><h3>Cookies</h3>", False),  # does not start with its heading
+        ("<h3>Cookies</h3><p>Accept all cookies</p>", False),  # no paragraph of prose
+        ("<h3>SESSION_COOKIE_AGE</h3><p>Default: 1209600 (2 weeks)</p><p>The age of session cookies.</p>",
+         True),  # short paragraphs, together prose
+        (f"<h3>Cookies</h3><div><p>{PROSE}</p></div>", False),  # not a paragraph of its own
+        (f"<h3>Cookies</h3><p><a href='/p'>{PROSE}</a></p>", False),  # a link, not prose
+    ],
+)
+def test_a_container_named_boilerplate_is_spared_only_when_it_reads_as_a_section(section: str, spared: bool) -> None:
+    body = text.parse_html(f"<body><div id='cookie-notice'>{section}</div><p>{ARTICLE}</p></body>").find("body")
+    assert boilerplate.reads_as_section(body[0]) is spared
+    assert (body[0] in boilerplate.boilerplate_elements(body)) is not spared

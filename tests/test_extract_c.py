@@ -42,16 +42,19 @@ _WORDS = st.sampled_from(
         "Copyright 2024 Example", "© Example", "（责任编辑：王伟）", "来源：新华社", "Posted by Ann", "[ 编辑: x ]",
         "\ue000", "\ue001", "\ue002", "x\ue001y\ue002z", "&amp;", "&lt;b&gt;", "&nbsp;", "é\u0301", "😀",
         "<!-- a comment -->", "<?pi x?>",
+        "A paragraph of prose, long enough to count as one: sixty characters and more.",
     ]
 )  # fmt: skip
 _TEXTS = st.lists(_WORDS, max_size=6).map("".join)
 _CLASSES = st.sampled_from(
-    ["", "content", "sidebar", "nav", "ad", "post-body", "comments", "menu main", "row", "share-bar", "SideBar"]
+    ["", "content", "sidebar", "nav", "ad", "post-body", "comments", "menu main", "row", "share-bar", "SideBar",
+     "sphinxsidebar", "siteFooter", "domain", "posting", "section"]
 )
 _ATTRIBUTES = st.lists(
     st.one_of(
         _CLASSES.map(lambda names: f'class="{names}"'),
-        st.sampled_from(["footer", "post", "s-meta", "par_id123", "main-content"]).map(lambda name: f'id="{name}"'),
+        st.sampled_from(["footer", "post", "s-meta", "par_id123", "main-content", "csrf-cookie-age",
+                         "host-header-poisoning", "widgets"]).map(lambda name: f'id="{name}"'),
         st.sampled_from(['role="navigation"', 'role="main"', "hidden", 'aria-hidden="true"']),
         st.sampled_from(['style="display: none"', 'style="color: red"', 'data-x="1"', 'href="/a"']),
     ),
@@ -60,7 +63,7 @@ _ATTRIBUTES = st.lists(
 _CONTAINERS = st.sampled_from(
     [
         "div", "section", "article", "main", "nav", "header", "footer", "aside", "form", "ul", "ol", "li",
-        "table", "tr", "td", "p", "pre", "blockquote", "h1", "h2", "span", "b", "a", "menu", "dialog",
+        "table", "tr", "td", "p", "pre", "blockquote", "h1", "h2", "h3", "h6", "span", "b", "a", "menu", "dialog",
         "script", "style", "noscript", "template", "button", "br", "hr", "custom-tag",
     ]
 )  # fmt: skip
@@ -75,6 +78,20 @@ def _element(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 
 
 _PAGES = st.recursive(_TEXTS, _element, max_leaves=40).map(lambda body: f"<html><body>{body}</body></html>")
+
+
+@needs_c
+@pytest.mark.parametrize("section", [
+    "<h3>Cookies</h3><p>{prose}</p>", "<a id='x'></a><span> </span><h3>Cookies</h3><p>{prose}</p>",
+    "<p>{prose}</p><h3>Cookies</h3>", "<h3>Cookies</h3><p>Accept all</p>", "<h3>Cookies</h3><div><p>{prose}</p></div>",
+    "<h6>Cookies</h6><p><a href='/p'>{prose}</a></p>", "<h2>Cookies</h2><!-- a comment --><p>{prose}</p>",
+])  # fmt: skip
+def test_sections_named_like_boilerplate_give_the_python_blocks(section: str) -> None:
+    prose = "The age of the cookie, in seconds: long enough for a browser session and more."
+    html = (f"<html><body><div id='csrf-cookie-age'>{section.format(prose=prose)}</div>"
+            f"<p>{prose * 5}</p><div class='sidebar'>{prose}</div></body></html>")
+    c_blocks, python_blocks = both_ways(html)
+    assert c_blocks == python_blocks
 
 
 @needs_c

@@ -15,6 +15,8 @@ TEXT_BLOCK: int
 LISTING: int
 INVISIBLE: int
 NEVER_LINK_LIST: int
+SECTION_HEADING: int
+PARAGRAPH: int
 BUILT_LXML_VERSION: str
 BUILT_LIBXML_VERSION: int
 
@@ -25,9 +27,9 @@ def collapse_blocks(joined: str, boundary: str, need_letter: bool, /) -> list[st
 def block_keys(blocks: list[str], short_block: int, /) -> list[int]: ...
 def configure(
     tags: dict[bytes, int],
-    verdict: Callable[[tuple[tuple[str, str], ...]], bool],
+    verdict: Callable[[tuple[tuple[str, str], ...]], int],
     credit: tuple[Callable[[str], bool], str, str],
     shares: tuple[float, float, float, float, float, float, float, float],
-    counts: tuple[int, int],
+    counts: tuple[int, int, int],
     /,
 ) -> None: ...

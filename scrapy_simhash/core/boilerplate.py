@@ -1,10 +1,11 @@
 """Boilerplate by its role: the first pass of main-content extraction (:mod:`.content`).
 
 An element is boilerplate when its tag says so (``<nav>``, ``<header>``, ``<footer>``,
-``<aside>``, ``<form>``, ...), its ARIA role says so (navigation, banner,
-contentinfo, ...), it is hidden, or its class/id names it (the Readability heuristics,
-extended with counters, share bars, bylines and legal notes) without also saying it is the
-content. Such elements are removed unless they hold most of the page's text.
+``<aside>``, ``<form>``, ...), or its attributes do (:mod:`.names`: its ARIA role, hidden,
+or class/id words of the Readability heuristics, extended with counters, share bars,
+bylines and legal notes, without also saying it is the content) and it does not read as a
+section of the text (:func:`reads_as_section`). Such elements are removed unless they hold
+most of the page's text.
 
 Some boilerplate is known by its text instead: the credit and legal lines of an article
 (:func:`is_credit_line`), which a repost replaces with its own.
@@ -16,58 +17,24 @@ import re
 
 from lxml import etree
 
+from .names import BY_NAME, BY_ROLE, NOT_BOILERPLATE, attributes_say_boilerplate
+
 BOILERPLATE_TAGS = ("nav", "header", "footer", "aside", "form", "menu", "dialog")
 _BOILERPLATE_TAG_SET = frozenset(BOILERPLATE_TAGS)
 #: Only these are checked for boilerplate class/id names: containers and paragraphs (a
 #: byline, a copyright line), not inline text.
 CONTAINER_TAGS = ("div", "section", "ul", "ol", "table", "p")
-_BOILERPLATE_ROLES = frozenset(
-    {"navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar", "dialog"}
-)
-
-
-class _CaseBlindPattern:
-    """A lower-case pattern searched case-insensitively, ~4x faster in ASCII text.
-
-    ASCII text is lower-cased and searched case-sensitively: the same matches, since the
-    non-ASCII characters that ``re.IGNORECASE`` also equates with ASCII letters (the
-    Kelvin sign with k, the long s with s) cannot be in it. Class and id names are ASCII.
-    """
-
-    def __init__(self, pattern: str) -> None:
-        self._ascii = re.compile(pattern)
-        self._any = re.compile(pattern, re.IGNORECASE)
-
-    def found_in(self, text: str) -> bool:
-        if text.isascii():
-            return self._ascii.search(text.lower()) is not None
-        return self._any.search(text) is not None
-
-
-# Readability's "unlikely candidates", extended with counters, share bars, meta lines,
-# bylines, copyright and disclaimer notes.
-# Short words must stand alone (between separators); long ones may be part of a word
-# ("sphinxsidebar").
-_UNLIKELY = _CaseBlindPattern(
-    r"(?:^|[\s_-])(?:ad|ads|adv|adbox|adsbox|byline|meta|nav|tags?|share|reply)(?=$|[\s_-])|"
-    r"advert|banner|breadcrumb|comment|community|cookie|copyright|counter|disclaimer|disqus|"
-    r"footer|gdpr|header|menu|navbar|navigation|pager|pagination|popup|promo|recommend|related|remark|replies|"
-    r"rss|sharing|shoutbox|sidebar|skyscraper|social|sponsor|subscribe|toolbar|topbar|widget"
-)
-# Ids are often made from headings ("s-meta-options"): only the long words count there.
-_UNLIKELY_ID = _CaseBlindPattern(
-    r"advert|banner|breadcrumb|comment|cookie|footer|header|menu|navbar|navigation|"
-    r"pagination|popup|sidebar|social|sponsor|toolbar"
-)
-# ...unless the same class/id also says it is the content.
-_LIKELY = _CaseBlindPattern(r"article|body|content|main|post|entry|story")
-_HIDDEN_STYLE = _CaseBlindPattern(r"display\s*:\s*none|visibility\s*:\s*hidden")
 #: An element holding more than this share of the page's text is never pruned: some
 #: sites wrap the whole page in a <header> or a "page-header" div. Unless it is mostly
 #: link text: a book's table of contents in a <nav> outweighs a short chapter page.
 MAX_PRUNED_SHARE = 0.8
 #: Above this share of link text an element is a list of links (navigation).
 MAX_LINK_SHARE = 0.5
+#: A section starts with one of these, and has paragraphs of at least this many
+#: characters (spaces not counted), each mostly not links (:func:`reads_as_section`):
+#: a setting's two lines, "Default: 1209600 (2 weeks)" and what it does.
+SECTION_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+MIN_SECTION_PROSE = 40
 # Credit and legal lines, by how they start: who edited or wrote a page, where it was
 # copied from, its copyright or disclaimer. A repost brings its own (another editor,
 # another source), so they differ between copies of one article. Chinese sites write
@@ -92,20 +59,13 @@ _NAME_LINE = re.compile(r"[(\[（【]?\s*(?:(?:编辑|作者|记者)\s*[:：]|po
 _MAX_CREDIT_LINE = 160
 _MAX_NAME_LINE = 32
 #: Verdicts on containers by their attributes, kept across pages (~300 bytes each).
-_VERDICTS: dict[tuple[tuple[str, str], ...], bool] = {}
+_VERDICTS: dict[tuple[tuple[str, str], ...], int] = {}
 _MAX_VERDICTS = 4096
 
 
 def _text_chars(element: etree._Element) -> int:
     serialised = etree.tostring(element, method="text", encoding=str, with_tail=False)
     return len(serialised) - serialised.count(" ")
-
-
-def _is_hidden(attributes: dict[str, str]) -> bool:
-    if "hidden" in attributes or attributes.get("aria-hidden") == "true":
-        return True
-    style = attributes.get("style")
-    return style is not None and _HIDDEN_STYLE.found_in(style)
 
 
 def boilerplate_elements(body: etree._Element) -> list[etree._Element]:
@@ -120,20 +80,22 @@ def boilerplate_elements(body: etree._Element) -> list[etree._Element]:
     for element in body.iter(*BOILERPLATE_TAGS, *CONTAINER_TAGS):
         if element.tag in _BOILERPLATE_TAG_SET:
             tagged.append(element)
-        elif _is_named_boilerplate(element):
-            named.append(element)
+        else:
+            verdict = _attribute_verdict(element)
+            if verdict == BY_ROLE or (verdict == BY_NAME and not reads_as_section(element)):
+                named.append(element)
     return tagged + named
 
 
-def _is_named_boilerplate(element: etree._Element) -> bool:
-    """Whether a container is boilerplate by its role, visibility or class/id names.
+def _attribute_verdict(element: etree._Element) -> int:
+    """:func:`.names.attributes_say_boilerplate` of a container's attributes.
 
     The verdict depends on the attributes only, and a site repeats the same ones
     (``class="row"``) on every page: it is remembered, by all of them.
     """
     pairs = tuple(element.items())  # one call, instead of one per attribute looked up
     if not pairs:
-        return False
+        return NOT_BOILERPLATE
     verdict = _VERDICTS.get(pairs)
     if verdict is None:
         if len(_VERDICTS) >= _MAX_VERDICTS:
@@ -142,18 +104,22 @@ def _is_named_boilerplate(element: etree._Element) -> bool:
     return verdict
 
 
-def attributes_say_boilerplate(pairs: tuple[tuple[str, str], ...]) -> bool:
-    """Whether an element with these attributes (``element.items()``) is boilerplate."""
-    attributes = dict(pairs)
-    if attributes.get("role") in _BOILERPLATE_ROLES or _is_hidden(attributes):
-        return True
-    names, element_id = attributes.get("class"), attributes.get("id")
-    if names is None and element_id is None:
+def reads_as_section(element: etree._Element) -> bool:
+    """Whether a container is a section of the text: its first child with text is a
+    heading (anchors before it are empty), and it has paragraphs of prose of its own.
+    Such a container is never pruned by its name alone: ids are often made from
+    headings (``csrf-cookie-age``, ``host-header-poisoning``).
+    """
+    children = [child for child in element if isinstance(child.tag, str) and _text_chars(child)]
+    if not children or children[0].tag not in SECTION_HEADINGS:
         return False
-    says_boilerplate = (names is not None and _UNLIKELY.found_in(names)) or (
-        element_id is not None and _UNLIKELY_ID.found_in(element_id)
-    )
-    return says_boilerplate and not _LIKELY.found_in(f"{names} {element_id}")
+    prose = 0
+    for child in children:
+        if child.tag == "p":
+            chars = _text_chars(child)
+            if _link_chars(child) <= MAX_LINK_SHARE * chars:
+                prose += chars
+    return prose >= MIN_SECTION_PROSE
 
 
 def is_credit_line(block: str) -> bool:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 import lxml
 from lxml import etree
 
-from . import boilerplate, descent, textsize
+from . import boilerplate, descent, names, textsize
 from .boilerplate import is_credit_line, prune_boilerplate
 from .descent import main_container
 from .text import BLOCK_BOUNDARY, BLOCK_TAGS, INVISIBLE_TAGS, split_blocks, strip_invisible_elements
@@ -147,18 +147,20 @@ def _configure_c_code() -> None:
         ({"pre"}, _extract.LISTING),
         (INVISIBLE_TAGS, _extract.INVISIBLE),
         (_NEVER_LINK_LISTS, _extract.NEVER_LINK_LIST),
+        (boilerplate.SECTION_HEADINGS, _extract.SECTION_HEADING),
+        ({"p"}, _extract.PARAGRAPH),
     ]
     tags: dict[bytes, int] = {}
-    for names, flag in classes:
-        for name in names:
+    for tag_names, flag in classes:
+        for name in tag_names:
             tags[name.encode()] = tags.get(name.encode(), 0) | flag
     shares = (
         descent.DESCEND_SHARE, descent.FAIR_SHARE, descent.WINNER_SHARE, descent.WINNER_MARGIN,
         _MAX_LINK_DENSITY, _MIN_PROSE_SHARE, boilerplate.MAX_PRUNED_SHARE, boilerplate.MAX_LINK_SHARE,
     )  # fmt: skip
-    counts = (descent.MAX_CONTESTANTS, textsize.MAX_SIZED_AT_ONCE)
+    counts = (descent.MAX_CONTESTANTS, textsize.MAX_SIZED_AT_ONCE, boilerplate.MIN_SECTION_PROSE)
     credit = (is_credit_line, boilerplate.CREDIT_BRACKETS, boilerplate.CREDIT_FIRST_LETTERS)
-    _extract.configure(tags, boilerplate.attributes_say_boilerplate, credit, shares, counts)
+    _extract.configure(tags, names.attributes_say_boilerplate, credit, shares, counts)
 
 
 def c_code_mismatch(built: tuple[str, int], running: tuple[str, int]) -> str | None:

@@ -47,6 +47,8 @@ enum {
     LISTING = 1 << 9,          /* <pre> */
     INVISIBLE = 1 << 10,       /* text.INVISIBLE_TAGS: skipped, as text.parse_html strips them */
     NEVER_LINK_LIST = 1 << 11, /* content._NEVER_LINK_LISTS: their links lose their markers */
+    SECTION_HEADING = 1 << 12, /* boilerplate.SECTION_HEADINGS: a section starts with one */
+    PARAGRAPH = 1 << 13,       /* <p> */
 };
 
 /* The rules, from configure(). */
@@ -56,7 +58,7 @@ typedef struct {
     PyObject *credit;                           /* str -> bool: a credit or legal line */
     PyObject *credit_brackets, *credit_letters; /* str: how one may start */
     double descend_share, fair_share, winner_share, winner_margin, link_density, prose_share, pruned_share, link_share;
-    Py_ssize_t contestants, sized_at_once;
+    Py_ssize_t contestants, sized_at_once, min_section_prose;
 } Rules;
 
 INTERNAL extern Rules extract_rules;

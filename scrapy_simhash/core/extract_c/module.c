@@ -109,10 +109,10 @@ configure(PyObject *module, PyObject *args)
 {
     PyObject *tags, *verdict, *credit, *brackets, *letters;
     double shares[8];
-    Py_ssize_t counts[2];
-    if (!PyArg_ParseTuple(args, "O!O(OUU)(dddddddd)(nn):configure", &PyDict_Type, &tags, &verdict, &credit, &brackets,
+    Py_ssize_t counts[3];
+    if (!PyArg_ParseTuple(args, "O!O(OUU)(dddddddd)(nnn):configure", &PyDict_Type, &tags, &verdict, &credit, &brackets,
                           &letters, &shares[0], &shares[1], &shares[2], &shares[3], &shares[4], &shares[5], &shares[6],
-                          &shares[7], &counts[0], &counts[1])) {
+                          &shares[7], &counts[0], &counts[1], &counts[2])) {
         return NULL;
     }
     if (!PyCallable_Check(verdict) || !PyCallable_Check(credit)) {
@@ -132,6 +132,7 @@ configure(PyObject *module, PyObject *args)
     extract_rules.prose_share = shares[5];
     extract_rules.pruned_share = shares[6], extract_rules.link_share = shares[7];
     extract_rules.contestants = counts[0], extract_rules.sized_at_once = counts[1];
+    extract_rules.min_section_prose = counts[2];
     Py_RETURN_NONE;
 }
 
@@ -144,7 +145,7 @@ static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(tags, verdict, (credit, its brackets, its first letters), (descend, fair, winner, margin, link "
      "density, prose, pruned, pruned link shares),"
-     " (contestants, sized at once))"},
+     " (contestants, sized at once, least prose of a section))"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -174,6 +175,7 @@ PyInit__extract(void)
         {"ARTICLE", ARTICLE},       {"KEPT", KEPT},
         {"TEXT_BLOCK", TEXT_BLOCK}, {"LISTING", LISTING},
         {"INVISIBLE", INVISIBLE},   {"NEVER_LINK_LIST", NEVER_LINK_LIST},
+        {"SECTION_HEADING", SECTION_HEADING}, {"PARAGRAPH", PARAGRAPH},
     };
     if (extract_unsupported == NULL || PyModule_AddObjectRef(module, "Unsupported", extract_unsupported) < 0) {
         Py_DECREF(module);

@@ -1,6 +1,6 @@
 /* Boilerplate by its role (boilerplate.prune_boilerplate): elements marked removed.
  *
- * The verdicts on attributes come from Python (boilerplate.attributes_say_boilerplate)
+ * The verdicts on attributes come from Python (names.attributes_say_boilerplate)
  * and are remembered here by the attributes' bytes: a site repeats them on every page.
  */
 #include "extract.h"
@@ -91,7 +91,10 @@ extract_forget_verdicts(void)
     n_verdicts = 0;
 }
 
-/* boilerplate._is_named_boilerplate: 1, 0, or -1 with an exception. */
+/* Verdicts of names.attributes_say_boilerplate. */
+enum { NOT_BOILERPLATE, BY_ROLE, BY_NAME };
+
+/* boilerplate._attribute_verdict: a verdict, or -1 with an exception. */
 static int
 named_boilerplate(const xmlNode *node, Buffer *key)
 {
@@ -120,11 +123,15 @@ named_boilerplate(const xmlNode *node, Buffer *key)
     PyObject *pairs = attribute_pairs(node);
     PyObject *answer = pairs ? PyObject_CallOneArg(extract_rules.verdict, pairs) : NULL;
     Py_XDECREF(pairs);
-    int verdict = answer ? PyObject_IsTrue(answer) : -1;
+    long answered = answer ? PyLong_AsLong(answer) : -1;
     Py_XDECREF(answer);
-    if (verdict < 0) {
+    if (answered < NOT_BOILERPLATE || answered > BY_NAME) {
+        if (!PyErr_Occurred()) {
+            PyErr_Format(PyExc_ValueError, "a verdict is 0, 1 or 2, not %ld", answered);
+        }
         return -1;
     }
+    int verdict = (int)answered;
     if (n_verdicts >= MAX_VERDICTS) {
         extract_forget_verdicts(); /* simpler than LRU; a site's attributes come back at once */
         for (slot = (size_t)(hash % VERDICT_SLOTS); verdicts[slot].key != NULL; slot = (slot + 1) % VERDICT_SLOTS) {
@@ -137,6 +144,30 @@ named_boilerplate(const xmlNode *node, Buffer *key)
         n_verdicts++;
     }
     return verdict;
+}
+
+/* boilerplate.reads_as_section: its first child with text is a heading, and it has
+ * paragraphs of prose of its own (each mostly not links). */
+static int
+reads_as_section(const Tree *tree, int index)
+{
+    int child = tree->elements[index].first_child;
+    while (child >= 0 && extract_text_chars(tree, child) == 0) {
+        child = tree->elements[child].next_sibling;
+    }
+    if (child < 0 || !(tree->elements[child].flags & SECTION_HEADING)) {
+        return 0;
+    }
+    long prose = 0;
+    for (; child >= 0; child = tree->elements[child].next_sibling) {
+        if (tree->elements[child].flags & PARAGRAPH) {
+            long chars = extract_text_chars(tree, child);
+            if ((double)extract_link_chars(tree, child) <= extract_rules.link_share * (double)chars) {
+                prose += chars;
+            }
+        }
+    }
+    return prose >= extract_rules.min_section_prose;
 }
 
 static int
@@ -212,7 +243,7 @@ extract_prune(Tree *tree)
             if (verdict < 0) {
                 goto done;
             }
-            if (verdict) {
+            if (verdict == BY_ROLE || (verdict == BY_NAME && !reads_as_section(tree, index))) {
                 named[n_named++] = index;
             }
         }

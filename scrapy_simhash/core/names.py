@@ -1,0 +1,91 @@
+"""Boilerplate by its attributes: ARIA role, visibility, and class and id *words*.
+
+Class and id names are split into words (at separators, digits and case changes:
+``mainNav site-footer_2`` is *main*, *nav*, *site*, *footer*) and a name rule matches
+whole words only, so that a section named for its topic keeps its text: *domain* is not
+*main*, *posting* not *post*. Compounds of the words for a page's frame (``sphinxsidebar``,
+``sitefooter``, ``maincontent``) still count, as frames are often named that way.
+
+A container named boilerplate (:data:`BY_NAME`) may still be a section of the text
+whose id was made from its heading (``csrf-cookie-age``, ``host-header-poisoning``): the
+pruning spares those that read as sections (:func:`.boilerplate.reads_as_section`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+#: What :func:`attributes_say_boilerplate` answers.
+NOT_BOILERPLATE: Final = 0
+BY_ROLE: Final = 1  # its ARIA role, or hidden: boilerplate whatever it holds
+BY_NAME: Final = 2  # a class or id word: boilerplate unless it reads as a section
+
+_BOILERPLATE_ROLES = frozenset(
+    {"navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar", "dialog"}
+)
+# Readability's "unlikely candidates", extended with counters, share bars, meta lines,
+# bylines, copyright and disclaimer notes.
+_CLASS_WORDS = frozenset(
+    "ad ads adv adbox adsbox advert adverts advertisement banner breadcrumb breadcrumbs byline comment "
+    "comments community cookie cookies copyright counter disclaimer disqus footer gdpr header menu meta "
+    "nav navbar navigation pager pagination popup promo recommend recommended related remark replies reply "
+    "rss share sharing shoutbox sidebar skyscraper social sponsor sponsored subscribe tag tags toolbar "
+    "topbar widget widgets".split()
+)
+# Ids are often made from headings ("s-meta-options"): only the longer words count there.
+_ID_WORDS = frozenset(
+    "advert banner breadcrumb breadcrumbs comment comments cookie cookies footer header menu navbar "
+    "navigation pagination popup sidebar social sponsor toolbar".split()
+)
+#: Words for a page's frame that also count inside a compound word (``sitefooter``).
+_FRAME_PARTS = ("sidebar", "footer", "header", "navbar", "toolbar", "topbar", "banner", "breadcrumb",
+                "pagination", "navigation", "menu", "widget")
+_ID_PARTS = tuple(part for part in _FRAME_PARTS if part in _ID_WORDS)
+# ...unless the same class/id also says it is the content.
+_CONTENT_WORDS = frozenset("article articles body content contents main post posts entry entries story".split())
+_CONTENT_PARTS = ("content", "article")
+
+_LETTER_RUNS = re.compile(r"[^\W\d_]+")
+_CASE_CHANGE = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+
+
+def name_words(names: str) -> list[str]:
+    """The words of class or id names, lower-cased.
+
+    >>> name_words("mainNav site-footer_2 sphinxsidebar HTMLParser")
+    ['main', 'nav', 'site', 'footer', 'sphinxsidebar', 'htmlparser']
+    """
+    return [word.lower() for run in _LETTER_RUNS.findall(names) for word in _CASE_CHANGE.split(run)]
+
+
+def _says(words: list[str], vocabulary: frozenset[str], parts: tuple[str, ...]) -> bool:
+    return any(word in vocabulary or word.startswith(parts) or word.endswith(parts) for word in words)
+
+
+def attributes_say_boilerplate(pairs: tuple[tuple[str, str], ...]) -> int:
+    """Whether an element with these attributes (``element.items()``) is boilerplate:
+    :data:`NOT_BOILERPLATE`, :data:`BY_ROLE` or :data:`BY_NAME`.
+
+    >>> attributes_say_boilerplate((("class", "site-footer"),)), attributes_say_boilerplate((("id", "domains"),))
+    (2, 0)
+    >>> attributes_say_boilerplate((("class", "post-header"),)), attributes_say_boilerplate((("role", "navigation"),))
+    (0, 1)
+    """
+    attributes = dict(pairs)
+    if attributes.get("role") in _BOILERPLATE_ROLES or _is_hidden(attributes):
+        return BY_ROLE
+    class_words = name_words(attributes.get("class") or "")
+    id_words = name_words(attributes.get("id") or "")
+    says_boilerplate = _says(class_words, _CLASS_WORDS, _FRAME_PARTS) or _says(id_words, _ID_WORDS, _ID_PARTS)
+    if not says_boilerplate or _says(class_words + id_words, _CONTENT_WORDS, _CONTENT_PARTS):
+        return NOT_BOILERPLATE
+    return BY_NAME
+
+
+def _is_hidden(attributes: dict[str, str]) -> bool:
+    if "hidden" in attributes or attributes.get("aria-hidden") == "true":
+        return True
+    style = attributes.get("style")
+    return style is not None and _HIDDEN_STYLE.search(style) is not None
