@@ -113,6 +113,19 @@ local function key_crcs(first, last) return column('h', 4, first, last) end
 
 local function tombstones_since(count) return redis.call('GETRANGE', TOMBS, count * 8, -1) end
 
+-- Whether a worker's copy of the log is not this log any more: Redis lost writes it had
+-- seen (a restart from an older snapshot, a promoted replica, a restored backup). Its
+-- state: position (records it holds), tombstones seen, and the fingerprint of its last
+-- record (8 bytes; empty: none, or not to check). Then it must mirror the log afresh.
+local function diverged(position, tombstones_seen, last8)
+  if position > N or tombstones_seen * 8 > redis.call('STRLEN', TOMBS) then return true end
+  if #last8 ~= 8 or position == 0 then return false end
+  local chunk = floor((position - 1) / CHUNK)
+  local at = (position - 1 - chunk * CHUNK) * 8
+  local stored = redis.call('GETRANGE', name('f', chunk), at, at + 7)
+  return #stored == 8 and stored ~= last8  -- (a chunk gone with its TTL proves nothing)
+end
+
 -- A chunk that lost strings (expired while idle, evicted under maxmemory) would put
 -- the record out of place: blank the chunk's earlier records (keys gone, expired) instead.
 local function blank(chunk, slot, fp8, key, crc4, expiry)
@@ -181,13 +194,14 @@ redis.call('SET', COUNTER, N)
 return {'added', first}
 """
 
-# ARGV[5] the mirror's position; [6] its tombstones; [7] most records to return.
+# ARGV[5] the mirror's position; [6] its tombstones; [7] its last fingerprint (see
+# diverged); [8] most records to return.
 # Reply: {'synced', records, first seq returned, fingerprints, key CRCs, new tombstones}. With a
 # TTL, expired chunks are skipped (chunks expire in order: a binary search finds the
 # first one left).
 _SYNC = """
-local P, T, LIMIT = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-if P > N then return {'reload'} end
+local P, T, LIMIT = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[8])
+if diverged(P, T, ARGV[7]) then return {'reload'} end
 local start = P
 if TTL > 0 and P < N and redis.call('EXISTS', name('f', floor(P / CHUNK))) == 0 then
   local low, high = floor(P / CHUNK) + 1, floor((N - 1) / CHUNK) + 1
@@ -202,15 +216,15 @@ return {'synced', N, start, fingerprints(start, stop), key_crcs(start, stop), to
 """
 
 # ARGV[5] the 8-byte fingerprint; [6] '1' to remove only the records whose key is
-# ARGV[7], '0' for all; [8] the mirror's position; [9] the longest tail scanned here;
-# [10...] the mirrored records with this fingerprint. Reply: {'removed', seq, ...}
-# or {'behind'}.
+# ARGV[7], '0' for all; [8..10] the mirror's position, tombstones and last fingerprint
+# (see diverged); [11] the longest tail scanned here; [12...] the mirrored records with
+# this fingerprint. Reply: {'removed', seq, ...} or {'behind'}.
 _REMOVE = """
-local FP, ONE, KEY, P, BOUND = ARGV[5], ARGV[6] == '1', ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9])
-if P > N then return {'reload'} end
+local FP, ONE, KEY, P, BOUND = ARGV[5], ARGV[6] == '1', ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[11])
+if diverged(P, tonumber(ARGV[9]), ARGV[10]) then return {'reload'} end
 if N - P > BOUND then return {'behind'} end
 local seqs = {}
-for n = 10, #ARGV do seqs[#seqs + 1] = tonumber(ARGV[n]) end
+for n = 12, #ARGV do seqs[#seqs + 1] = tonumber(ARGV[n]) end
 local tail = fingerprints(P, N)
 local at = string.find(tail, FP, 1, true)
 while at do
@@ -228,14 +242,15 @@ end
 return reply
 """
 
-# ARGV[5] the key; [6] its CRC (4 bytes); [7] the mirror's position; [8] the longest tail
-# scanned here; [9...] the mirror's records with that CRC. Reply: {'removed', seq, ...} or {'behind'}.
+# ARGV[5] the key; [6] its CRC (4 bytes); [7..9] the mirror's position, tombstones and
+# last fingerprint (see diverged); [10] the longest tail scanned here; [11...] the
+# mirror's records with that CRC. Reply: {'removed', seq, ...} or {'behind'}.
 _REMOVE_KEY = """
-local KEY, CRC, P, BOUND = ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
-if P > N then return {'reload'} end
+local KEY, CRC, P, BOUND = ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[10])
+if diverged(P, tonumber(ARGV[8]), ARGV[9]) then return {'reload'} end
 if N - P > BOUND then return {'behind'} end
 local seqs = {}
-for n = 9, #ARGV do seqs[#seqs + 1] = tonumber(ARGV[n]) end
+for n = 11, #ARGV do seqs[#seqs + 1] = tonumber(ARGV[n]) end
 local reply = {'removed'}
 for _, seq in ipairs(remove_key_records(KEY, CRC, seqs, P)) do reply[#reply + 1] = seq end
 return reply

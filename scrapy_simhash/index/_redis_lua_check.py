@@ -5,7 +5,10 @@ It runs after the prelude of :mod:`._redis_lua` (the layout, ``live``, ``key_of`
 not seen that are within k of the query, a record is a match when it is live and its
 sketch is within the bound of the query's (or either has none). For ``add_if_new``
 (mode ``'check'``) the new record is appended when no match was confirmed, so of two
-workers racing with near-duplicates, exactly one keeps its page. For ``replace_if_new``
+workers racing with near-duplicates, exactly one keeps its page. The mirror's candidates
+are checked against the stored fingerprints, and a mirror that is not of this log any
+more (Redis lost writes it had seen: ``diverged`` in :mod:`._redis_lua`) is told to
+mirror it afresh, so no match is reported that Redis does not hold. For ``replace_if_new``
 (mode ``'replace'``), unless a match is under the page's own key, the key's earlier
 records are removed first, in the same step.
 
@@ -21,18 +24,19 @@ from __future__ import annotations
 # fingerprint; [7] the 8 bytes of NOT wildcard (the bits that count); [8] max distance;
 # [9] the key; [10] the query's 32-byte sketch (zeros: none); [11] the most bits two
 # sketches may differ in; [12] the mirror's position (records it holds); [13] tombstones
-# it holds; [14] the longest tail scanned here (longer: 'behind', the client catches up
-# first); [15] the key's CRC (4 bytes); [16] how many of the mirror's records have it,
-# m; [17 .. 16 + m] those records; [17 + m ...] the mirror's candidates. Reply:
+# it holds; [14] its last record's fingerprint (see diverged); [15] the longest tail
+# scanned here (longer: 'behind', the client catches up first); [16] the key's CRC (4
+# bytes); [17] how many of the mirror's records have it, m; [18 .. 17 + m] those
+# records; [18 + m ...] the mirror's candidates. Reply:
 # {'stored' | 'found' | 'behind' | 'reload', records, tail fingerprints, tail key CRCs,
 # new tombstones, records of the key replaced, seq, key, sketch distance (-1: not
 # compared), seq, ...} (the confirmed matches).
 _CHECK = """
 local MODE, FP, MASK, K, KEY = ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9]
 local SKETCH, MAX_SKETCH = ARGV[10], tonumber(ARGV[11])
-local P, T, BOUND = tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14])
-local CRC, KEY_RECORDS = ARGV[15], tonumber(ARGV[16])
-if P > N then return {'reload'} end
+local P, T, BOUND = tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[15])
+local CRC, KEY_RECORDS = ARGV[16], tonumber(ARGV[17])
+if diverged(P, T, ARGV[14]) then return {'reload'} end
 if N - P > BOUND then return {'behind'} end
 local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
 
@@ -70,7 +74,23 @@ local function confirm(seq)  -- a record within k: a match if live, sketch close
   if key then found[#found + 1] = seq; found[#found + 1] = key; found[#found + 1] = d end
 end
 
-for n = 17 + KEY_RECORDS, #ARGV do confirm(tonumber(ARGV[n])) end
+local QF1, QF2 = struct.unpack('>I4I4', FP)
+local QM1, QM2 = struct.unpack('>I4I4', MASK)
+-- whether record seq's stored fingerprint is within K of the query off the wildcard bits:
+-- the mirror's candidates are checked against what Redis holds, not taken on trust
+local function within_k(seq)
+  local chunk = floor(seq / CHUNK)
+  local at = (seq - chunk * CHUNK) * 8
+  local stored = redis.call('GETRANGE', name('f', chunk), at, at + 7)
+  if #stored < 8 then return false end
+  local s1, s2 = struct.unpack('>I4I4', stored)
+  return popcount32(band(bxor(s1, QF1), QM1)) + popcount32(band(bxor(s2, QF2), QM2)) <= K
+end
+
+for n = 18 + KEY_RECORDS, #ARGV do
+  local seq = tonumber(ARGV[n])
+  if within_k(seq) then confirm(seq) end
+end
 local tail = fingerprints(P, N)
 if #tail > 0 then  -- the records the mirror has not seen
   local pop = {[0] = POPCOUNTS}  -- bits set in each byte value
@@ -91,7 +111,7 @@ if MODE == 'replace' then  -- unless its own record matches (unchanged), the key
   for n = 2, #found, 3 do own = own or found[n] == KEY end
   if not own then
     local seqs = {}
-    for n = 17, 16 + KEY_RECORDS do seqs[#seqs + 1] = tonumber(ARGV[n]) end
+    for n = 18, 17 + KEY_RECORDS do seqs[#seqs + 1] = tonumber(ARGV[n]) end
     replaced = #remove_key_records(KEY, CRC, seqs, P)
     store = #found == 0
   end

@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from ..core.sketch import estimated_similarity
 from ._key_lookup import CrcTable
-from ._redis_layout import reply_text, unpack_crcs, unpack_fingerprints
+from ._redis_layout import pack, reply_text, unpack_crcs, unpack_fingerprints
 from ._redis_keys import decode_stored_key
 from ._redis_records import RecordIndex
 from ._tables import TableDesign
@@ -55,6 +55,15 @@ class LogMirror:
         """The sequence number of the next record to mirror."""
         return self.first_seq + len(self._records)
 
+    def state(self) -> list[int | bytes]:
+        """What the scripts check this copy against (``diverged`` in :mod:`._redis_lua`):
+        its position, the tombstones it has seen, its last record's fingerprint."""
+        return [self.position, self.tombstones_seen, self._last_fingerprint()]
+
+    def _last_fingerprint(self) -> bytes:
+        records = len(self._records)
+        return pack(self._records.fingerprint_at(records - 1)) if records else b""
+
     @property
     def design(self) -> TableDesign:
         return self._records.design
@@ -82,21 +91,24 @@ class LogMirror:
         else:
             self._records.add_records(np.asarray(fingerprints, dtype=np.uint64))
 
-    def catch_up(self, read: Callable[[int, int], list[Any]]) -> None:
-        """Mirror the rest of the log: ``read(position, tombstones seen)`` returns the
-        records in the log, the first one it returns, their fingerprints and the new
-        tombstones (the sync script's reply), a slice at a time."""
+    def catch_up(self, read: Callable[[int, int, bytes], list[Any]]) -> None:
+        """Mirror the rest of the log: ``read(position, tombstones seen, last fingerprint)``
+        returns the records in the log, the first one it returns, their fingerprints and
+        key CRCs, and the new tombstones (the sync script's reply), a slice at a time."""
         start = position = self.position
+        last = self._last_fingerprint()
         pieces: list[npt.NDArray[np.uint64]] = []
         crc_pieces: list[npt.NDArray[np.uint32]] = []
         while True:
-            records, first, fingerprints, key_crcs, tombstones = read(position, self.tombstones_seen)
+            records, first, fingerprints, key_crcs, tombstones = read(position, self.tombstones_seen, last)
             self.add_tombstones(self.tombstones_seen, unpack_fingerprints(tombstones))
             if int(first) != position:  # expired chunks skipped
                 start, pieces, crc_pieces = int(first), [], []
             pieces.append(unpack_fingerprints(fingerprints))
             crc_pieces.append(unpack_crcs(key_crcs))
             position = int(first) + len(pieces[-1])
+            if len(pieces[-1]):
+                last = pack(int(pieces[-1][-1]))
             if position >= int(records):
                 break
         if start != self.position or position != start:  # one bulk extend (a reopen)
@@ -118,11 +130,11 @@ class LogMirror:
         found = list(zip(reply[6::3], reply[7::3], reply[8::3]))
         return (self.matches(fingerprint, found) if found else []), int(reply[5])
 
-    def forget_expired(self, read: Callable[[int, int, int], list[Any]]) -> int:
+    def forget_expired(self, read: Callable[[int, int, bytes, int], list[Any]]) -> int:
         """Forget the records of expired chunks (see :meth:`forget_before`), as the sync
-        script, ``read(first record, tombstones seen, 0 records)``, finds them: it answers
-        with the first record whose chunk is left (chunks expire in order)."""
-        _, first, _, _, tombstones = read(self.first_seq, self.tombstones_seen, 0)
+        script, ``read(first record, tombstones seen, no fingerprint to check, 0 records)``,
+        finds them: it answers with the first record whose chunk is left (chunks expire in order)."""
+        _, first, _, _, tombstones = read(self.first_seq, self.tombstones_seen, b"", 0)
         self.add_tombstones(self.tombstones_seen, unpack_fingerprints(tombstones))
         return self.forget_before(int(first))
 

@@ -70,7 +70,10 @@ class LogScripts:
         return None if reply_text(reply[0]) == "reload" else list(reply)
 
     def _evalsha(self, source: str, command: bytes) -> Any:
-        connection = self._idle.pop() if self._idle else self._pool.get_connection()
+        try:
+            connection = self._idle.pop()  # (not "if self._idle": another thread may take it between)
+        except IndexError:
+            connection = self._pool.get_connection()
         try:
             return self._run(connection, source, command)
         finally:

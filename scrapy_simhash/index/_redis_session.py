@@ -78,10 +78,10 @@ class LogSession:
         with self.lock:
             self.mirror.catch_up(self.sync)
 
-    def sync(self, position: int, tombstones: int, limit: int = _SYNC_RECORDS) -> list[Any]:
+    def sync(self, position: int, tombstones: int, last: bytes, limit: int = _SYNC_RECORDS) -> list[Any]:
         """The sync script's reply: records in the log, the first one returned (past the
         expired chunks), up to *limit* fingerprints from there, the new tombstones."""
-        return self.call(SYNC, [position, tombstones, limit])[1:]
+        return self.call(SYNC, [position, tombstones, last, limit])[1:]
 
     def with_mirror(self, read: Callable[[LogMirror], _T]) -> _T:
         """*read* the mirror once caught up."""

@@ -154,7 +154,7 @@ class RedisIndex(SimhashIndex):
         def attempt() -> int:
             mirror = self._mirror
             same = [seq for seq, distance in mirror.candidates(fingerprint, 0).items() if distance == 0]
-            reply = self._log.call(REMOVE, [*args, mirror.position, _TAIL_BOUND, *same])
+            reply = self._log.call(REMOVE, [*args, *mirror.state(), _TAIL_BOUND, *same])
             mirror.removed.update(int(seq) for seq in reply[1:])
             return len(reply) - 1
 
@@ -166,7 +166,7 @@ class RedisIndex(SimhashIndex):
 
         def attempt() -> int:
             mirror = self._mirror
-            reply = self._log.call(REMOVE_KEY, [stored, pack_crc(crc), mirror.position, _TAIL_BOUND,
+            reply = self._log.call(REMOVE_KEY, [stored, pack_crc(crc), *mirror.state(), _TAIL_BOUND,
                                                 *mirror.key_records(crc)])
             mirror.removed.update(int(seq) for seq in reply[1:])
             return len(reply) - 1
@@ -233,10 +233,10 @@ class RedisIndex(SimhashIndex):
         def attempt() -> tuple[list[Match], int]:
             with self._log.lock:  # the mirror under the lock; Redis waited for without, by any thread
                 mirror, generation = self._mirror, self._mirror.generation
-                position, tombstones = mirror.position, mirror.tombstones_seen
+                position, tombstones, last = mirror.state()
                 candidates = mirror.candidates(fingerprint, wildcard)
                 key_records = mirror.key_records(crc) if mode == "replace" else []
-            reply = self._log.call(CHECK, [*args, position, tombstones, _TAIL_BOUND, pack_crc(crc),
+            reply = self._log.call(CHECK, [*args, position, tombstones, last, _TAIL_BOUND, pack_crc(crc),
                                            len(key_records), *key_records, *candidates])
             with self._log.lock:
                 if mirror.generation != generation:  # mirrored afresh meanwhile: seqs are stale
