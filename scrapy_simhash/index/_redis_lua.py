@@ -106,6 +106,7 @@ local function column(kind, width, first, last)
     parts[#parts + 1] = s
     first = stop
   end
+  if #parts == 1 then return parts[1] end  -- (concat copies: ~1.4 us a KB)
   return concat(parts)
 end
 local function fingerprints(first, last) return column('f', 8, first, last) end
@@ -211,7 +212,8 @@ if TTL > 0 and P < N and redis.call('EXISTS', name('f', floor(P / CHUNK))) == 0 
   end
   start = math.min(N, low * CHUNK)
 end
-local stop = math.min(N, start + LIMIT)
+-- within one chunk: one GETRANGE a kind, nothing concatenated (Redis serves no one else meanwhile)
+local stop = math.min(N, start + LIMIT, (floor(start / CHUNK) + 1) * CHUNK)
 return {'synced', N, start, fingerprints(start, stop), key_crcs(start, stop), tombstones_since(T)}
 """
 
