@@ -11,6 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from probe_kernels import KERNELS, using_kernel
+from scrapy_simhash.index._buckets import SortedBuckets
+from scrapy_simhash.index._design_choice import choose_design
 from scrapy_simhash.index._storage import KeyStore
 from scrapy_simhash.index._tables import TableDesign, make_design
 from scrapy_simhash.index.brute import BruteForceIndex
@@ -272,3 +274,19 @@ def test_write_buffer_gives_the_garbage_collector_nothing_to_walk() -> None:
     gc.collect()
     assert index.describe()["buffered"] == 3000
     assert len(gc.get_objects()) - before < 100
+
+
+@pytest.mark.parametrize(("size", "narrow", "wide"), [(5000, 8, 10), (70_000, 14, 17), (70_000, 16, 18)])
+def test_widening_the_buckets_gives_what_a_fresh_build_gives(size: int, narrow: int, wide: int) -> None:
+    fingerprints = np.random.default_rng(size + wide).integers(0, 2**64 - 1, size, dtype=np.uint64)
+    design = make_design(3, 5)
+    widened = SortedBuckets.build(design.with_prefix_bits(narrow), fingerprints).widened(
+        design.with_prefix_bits(wide), fingerprints)
+    built = SortedBuckets.build(design.with_prefix_bits(wide), fingerprints)
+    assert np.array_equal(widened.rows, built.rows) and np.array_equal(widened.directories, built.directories)
+
+
+def test_an_index_sized_for_a_billion_pages_starts_small() -> None:
+    index = MemoryIndex(3, expected_size=10**9)
+    assert len(index.design.tables) == len(choose_design(3, 10**9).tables)  # the tables for its size...
+    assert index.memory_usage()["index_bytes"] <= 100 * 2**20  # ...but buckets that grow as pages come

@@ -37,6 +37,9 @@ _FINGERPRINT_BYTES = 8
 _OFFSET_BYTES = 4
 #: Default memory cap of :func:`choose_design`, index structure only (no keys).
 DEFAULT_MAX_BYTES_PER_FINGERPRINT = 64.0
+#: What the bucket directories of an empty index may take (:func:`starting_design`): an
+#: index sized for 1e9 pages would otherwise hold 1.3 GB before its first page.
+EMPTY_INDEX_BYTES = 64 * 2**20
 #: choose_design tries B = k + 1 ... k + _MAX_EXTRA_BLOCKS.
 _MAX_EXTRA_BLOCKS = 8
 
@@ -84,6 +87,23 @@ def choose_design(
     if not fitting:
         return design_for_size(make_design(max_distance, max_distance + 1), expected_size)
     return min(fitting, key=lambda d: probe_cost_ns(d, expected_size))
+
+
+def starting_design(max_distance: int, expected_size: int) -> TableDesign:
+    """The design an empty index starts with: :func:`choose_design`'s tables for
+    *expected_size*, with buckets for no more fingerprints than directories of
+    :data:`EMPTY_INDEX_BYTES` hold; they widen as pages come (:func:`design_for_size`).
+
+    >>> starting_design(3, 1_000_000_000).describe()["prefix_bits"]
+    20
+    >>> starting_design(3, 1_000_000) == choose_design(3, 1_000_000)
+    True
+    """
+    design = choose_design(max_distance, expected_size)
+    most_buckets = EMPTY_INDEX_BYTES // (len(design.tables) * _OFFSET_BYTES)
+    if 2**design.prefix_bits <= most_buckets:
+        return design
+    return design.with_prefix_bits(max(_MIN_AUTO_PREFIX_BITS, math.floor(math.log2(most_buckets))))
 
 
 def _row_bytes(tables: int) -> int:

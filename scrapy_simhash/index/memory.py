@@ -30,7 +30,7 @@ import numpy.typing as npt
 from ..core.fingerprint import check_fingerprint
 from ..core.sketch import check_sketch, estimated_similarity
 from ._buckets import SortedBuckets, WriteBuffer, bucket_stats, probe_kernel
-from ._design_choice import choose_design, design_for_size
+from ._design_choice import design_for_size, starting_design
 from ._key_lookup import KeyLookup
 from ._storage import GrowableArray, KeyStore, SketchStore, entry_columns, fingerprint_array
 from ._tables import TableDesign
@@ -47,8 +47,9 @@ class MemoryIndex(SimhashIndex):
     """Exact near-duplicate search in memory; see the module doc for the layout.
 
     *design* fixes the tables (see :func:`~._tables.make_design`); by default
-    :func:`~._design_choice.choose_design` picks one for *expected_size* and the bucket
-    width grows with the index.
+    :func:`~._design_choice.choose_design` picks the tables for *expected_size*, and the
+    buckets start narrow (:func:`~._design_choice.starting_design`) and widen as the
+    index grows.
     """
 
     backend_name = "memory"
@@ -69,7 +70,7 @@ class MemoryIndex(SimhashIndex):
                 f"design is for distance {design.max_distance}, not max_distance={max_distance}"
             )
         self._auto_design = design is None
-        self.design = design or choose_design(max_distance, expected_size)
+        self.design = design or starting_design(max_distance, expected_size)
         self._fingerprints = GrowableArray(np.uint64)
         self._keys = KeyStore()
         self._sketches = SketchStore()
@@ -296,13 +297,12 @@ class MemoryIndex(SimhashIndex):
     def _merge_rows(self, first_row: int) -> None:
         """Move rows ``first_row ...`` (all unmerged) into the sorted arrays."""
         size = len(self._fingerprints)
+        fingerprints = self._fingerprints.values
+        self._sorted = self._sorted.merged_with(fingerprints[first_row:], first_row)
         wider = design_for_size(self.design, size) if self._auto_design else self.design
         if wider.prefix_bits > self.design.prefix_bits:
-            self.design = wider  # more buckets as the index grows: rebuild once per doubling
-            self._reset_tables()
-            return
-        new = self._fingerprints.values[first_row:]
-        self._sorted = self._sorted.merged_with(new, first_row)
+            self.design = wider  # more buckets as the index grows: once per doubling
+            self._sorted = self._sorted.widened(wider, fingerprints)
         self._buffer = WriteBuffer(self.design, size)
 
     def _reset_tables(self) -> None:
