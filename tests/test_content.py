@@ -235,3 +235,15 @@ def test_a_container_named_boilerplate_is_spared_only_when_it_reads_as_a_section
     body = text.parse_html(f"<body><div id='cookie-notice'>{section}</div><p>{ARTICLE}</p></body>").find("body")
     assert boilerplate.reads_as_section(body[0]) is spared
     assert (body[0] in boilerplate.boilerplate_elements(body)) is not spared
+
+
+def test_a_repost_leaves_out_its_credit_lines_and_the_title_its_template_repeats() -> None:
+    original = f"<body><article><h1>Models</h1><p>{ARTICLE}</p></article></body>"
+    repost = (
+        "<body><div class='page'><h1>Models</h1>"
+        "<p>2023-06-28 21:04 来源：http://docs.example/models.html 作者：someone</p>"
+        "<p>This article was originally published at http://docs.example/models.html.</p>"
+        f"<article><h1>Models</h1><p>{ARTICLE}</p></article></div></body>"
+    )
+    assert _extract(repost) == _extract(original)
+    assert "Models" in _extract(original)

@@ -37,19 +37,30 @@ SECTION_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 MIN_SECTION_PROSE = 40
 # Credit and legal lines, by how they start: who edited or wrote a page, where it was
 # copied from, its copyright or disclaimer. A repost brings its own (another editor,
-# another source), so they differ between copies of one article. Chinese sites write
+# another source, "originally published at"), so they differ between copies of one article. Chinese sites write
 # 责任编辑 "editor in charge", 免责声明 "disclaimer", 来源 "source", 原标题 "original title".
 #: How a credit or name line may start: an opening bracket, then (after spaces) one of
 #: the first letters of the patterns below (either case). Checked before the patterns:
 #: most blocks start otherwise, and the case-blind patterns cost ~0.5 us a block.
 CREDIT_BRACKETS = "([（【"
-CREDIT_FIRST_LETTERS = "责免版来本文原出转©编作记cCaAdDpPwW"
+CREDIT_FIRST_LETTERS = "责免版来本文原出转©编作记cCaAdDpPwWtToOrR0123456789"
 _CREDIT_LINE = re.compile(
     r"[(\[（【]?\s*(?:"
     r"责任编辑|免责声明|版权声明|版权所有|"
     r"(?:来源|本文来源|文章来源|原标题|原文链接|出处|转载)\s*[:：]|"
-    r"copyright\s*(?:©|\(c\)|\d{4}|by\b)|©|all rights reserved|disclaimer\s*[:：]"
+    r"copyright\s*(?:©|\(c\)|\d{4}|by\b)|©|all rights reserved|disclaimer\s*[:：]|"
+    # where a repost says the article comes from: "This article was originally published at ..."
+    r"this (?:article|post|story|piece) (?:was|is|has been) (?:originally|first) (?:published|posted)\b|"
+    r"originally (?:published|posted) (?:at|on)\b|"
+    r"(?:reposted|republished|reprinted) (?:from|with permission)\b"
     r")",
+    re.IGNORECASE,
+)
+# ...and a news dateline: a date (a time), then where the article comes from or who wrote
+# it, as news sites print it under the title ("2023-06-28 21:04 来源：新华社 作者：王伟"):
+# a repost prints its own.
+_DATELINE = re.compile(
+    r"\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}日?.{0,40}?(?:来源|作者|编辑|记者|source|by)\s*[:：]",
     re.IGNORECASE,
 )
 # ...and a name line: only short, since an interview's questions start with 记者:
@@ -127,8 +138,14 @@ def is_credit_line(block: str) -> bool:
 
     >>> is_credit_line("（责任编辑：王伟）"), is_credit_line("Copyright © 2024 Example Inc.")
     (True, True)
+    >>> is_credit_line("This article was originally published at https://example.com/a.html.")
+    True
     >>> is_credit_line("Copyright law differs between countries.")
     False
+    >>> is_credit_line("First published in 1998, the format is still in use.")
+    False
+    >>> is_credit_line("2023-06-28 21:04 来源：新华社 作者：王伟 字号：大 中 小"), is_credit_line("2023-06-28: 发布 2.0 版")
+    (True, False)
     >>> is_credit_line("记者：您如何看待今年的经济形势？它对普通家庭的生活又有哪些具体的影响？")
     False
     """
@@ -137,7 +154,7 @@ def is_credit_line(block: str) -> bool:
     block = block.lstrip()
     if len(block) > _MAX_CREDIT_LINE or not _may_be_credit_line(block):
         return False
-    if _CREDIT_LINE.match(block) is not None:
+    if _CREDIT_LINE.match(block) is not None or _DATELINE.match(block) is not None:
         return True
     return len(block) <= _MAX_NAME_LINE and _NAME_LINE.match(block) is not None
 

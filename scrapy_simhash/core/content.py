@@ -13,7 +13,8 @@ the thousands of inline ``<span>`` of a code listing):
    listing: those are parts of an article, not its container.
 3. *Split* it into text blocks at block-level elements, and drop the blocks that
    are mostly link text (link lists), unless the whole page is links (a table of
-   contents), and the credit and legal lines (:func:`.boilerplate.is_credit_line`).
+   contents), the credit and legal lines (:func:`.boilerplate.is_credit_line`), and a title
+   that the next block repeats (:func:`without_repeats`).
 
 Any callable ``(root) -> list[str]`` can replace :func:`extract_main_blocks` (see
 :class:`~scrapy_simhash.core.fingerprinter.Fingerprinter`).
@@ -80,7 +81,7 @@ def extract_leaving_tree(root: etree._Element) -> list[str] | None:
     if _extract is None:
         return None
     try:
-        return _extract.main_blocks(root)
+        return without_repeats(_extract.main_blocks(root))
     except _extract.Unsupported:
         return None
 
@@ -111,7 +112,20 @@ def _extract_in_python(root: etree._Element) -> list[str]:
         return blocks
     # Markers out of all blocks at once: they were cut at _JOINER, so none holds it.
     unmarked = _JOINER.join(blocks).replace(LINK_OPEN, "").replace(LINK_CLOSE, "")
-    return unmarked.split(_JOINER)
+    return without_repeats(unmarked.split(_JOINER))
+
+
+def without_repeats(blocks: list[str]) -> list[str]:
+    """*blocks* without a title that repeats in the block after it (spaces aside): a
+    repost's template prints the title above an article that starts with it too. (Only
+    there: a page's own text may repeat a line on purpose, as table rows do.)
+
+    >>> without_repeats(["Models", "Models", "Model API reference.", "Models", "Models"])
+    ['Models', 'Model API reference.', 'Models', 'Models']
+    """
+    if len(blocks) > 1 and blocks[0].split() == blocks[1].split():
+        return blocks[1:]
+    return blocks
 
 
 def _without_link_lists(blocks: list[str]) -> list[str]:
