@@ -160,18 +160,24 @@ local function append(fp8, key, sketch, crc4)  -- record N; sketch: NO_SKETCH fo
   end
 end
 
+-- Add to list the records first + i whose value (width bytes) in column is needle:
+-- string.find (C) over the column, aligned hits only.
+local function find_records(column, needle, width, first, list)
+  local at = string.find(column, needle, 1, true)
+  while at do
+    if (at - 1) % width == 0 then list[#list + 1] = first + (at - 1) / width end
+    at = string.find(column, needle, at + 1, true)
+  end
+  return list
+end
+
 -- Remove the live records under key: of seqs (the mirror's records with its CRC) and of
 -- the records first .. N - 1 (those the mirror has not seen) with CRC crc4. Returns
 -- the removed seqs.
 local function remove_key_records(key, crc4, seqs, first)
   local candidates = {}
   for _, seq in ipairs(seqs) do candidates[#candidates + 1] = seq end
-  local tail = key_crcs(first, N)
-  local at = string.find(tail, crc4, 1, true)
-  while at do
-    if (at - 1) % 4 == 0 then candidates[#candidates + 1] = first + (at - 1) / 4 end
-    at = string.find(tail, crc4, at + 1, true)
-  end
+  find_records(key_crcs(first, N), crc4, 4, first, candidates)
   local removed = {}
   for _, seq in ipairs(candidates) do
     if live(seq) and key_of(seq) == key then
@@ -227,12 +233,7 @@ if diverged(P, tonumber(ARGV[9]), ARGV[10]) then return {'reload'} end
 if N - P > BOUND then return {'behind'} end
 local seqs = {}
 for n = 12, #ARGV do seqs[#seqs + 1] = tonumber(ARGV[n]) end
-local tail = fingerprints(P, N)
-local at = string.find(tail, FP, 1, true)
-while at do
-  if (at - 1) % 8 == 0 then seqs[#seqs + 1] = P + (at - 1) / 8 end
-  at = string.find(tail, FP, at + 1, true)
-end
+find_records(fingerprints(P, N), FP, 8, P, seqs)
 local reply = {'removed'}
 for _, seq in ipairs(seqs) do
   local key = live(seq) and key_of(seq)
