@@ -95,7 +95,7 @@ class ComponentIndexes:
             return None
         if self._client is None:
             try:
-                from .index._redis_client import connect
+                from .index.redis._client import connect
             except ImportError:  # no redis-py: open_index says to install the [redis] extra
                 return None
             assert self.config.index is not None

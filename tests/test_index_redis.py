@@ -14,8 +14,8 @@ from redis_server import redis_url, shared_redis_server, start_or_skip  # noqa: 
 
 from scrapy_simhash.index import IndexFormatError, IndexUnavailableError, Match, open_index  # noqa: E402
 from scrapy_simhash.index.brute import BruteForceIndex  # noqa: E402
-from scrapy_simhash.index._redis_client import safe_url  # noqa: E402
-from scrapy_simhash.index._redis_layout import CHUNK_RECORDS  # noqa: E402
+from scrapy_simhash.index.redis._client import safe_url  # noqa: E402
+from scrapy_simhash.index.redis._layout import CHUNK_RECORDS  # noqa: E402
 from scrapy_simhash.index.redis import RedisIndex  # noqa: E402
 
 EDGE_FINGERPRINTS = [0, 1, 2**63, 2**64 - 1, 2**63 + 1, 0x8000_0001_8000_0001, 2**53 + 1]

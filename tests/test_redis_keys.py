@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scrapy_simhash.index._redis_keys import _HAS_CODE, _PIECES, decode_stored_key, encode_stored_key
+from scrapy_simhash.index.redis._keys import _HAS_CODE, _PIECES, decode_stored_key, encode_stored_key
 from scrapy_simhash.index._storage import encode_key
 
 PIECES = [piece.decode() for _, piece in _PIECES]

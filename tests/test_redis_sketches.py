@@ -13,7 +13,7 @@ from redis_server import redis_url, shared_redis_server  # noqa: E402,F401  (fix
 
 from scrapy_simhash.core.sketch import estimated_similarity, max_sketch_distance, similarity  # noqa: E402
 from scrapy_simhash.index import IndexFormatError, Match  # noqa: E402
-from scrapy_simhash.index._redis_layout import CHUNK_RECORDS  # noqa: E402
+from scrapy_simhash.index.redis._layout import CHUNK_RECORDS  # noqa: E402
 from scrapy_simhash.index.redis import RedisIndex  # noqa: E402
 
 FP = 0xF0F0_1234_5678_9ABC

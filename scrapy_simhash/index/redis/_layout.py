@@ -1,6 +1,6 @@
 """What a Redis namespace holds, seen from Python: meta, key names, records.
 
-The layout (an append-only log in chunks) is described in :mod:`._redis_lua`, whose
+The layout (an append-only log in chunks) is described in :mod:`._lua`, whose
 scripts read and write it.
 """
 
@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..core.fingerprint import check_fingerprint
-from ..core.sketch import SKETCH_BYTES, check_sketch
-from ._key_lookup import key_crc
-from ._redis_keys import decode_stored_key, encode_stored_key
-from .base import IndexFormatError, signature_difference
+from ...core.fingerprint import check_fingerprint
+from ...core.sketch import SKETCH_BYTES, check_sketch
+from .._key_lookup import key_crc
+from ._keys import decode_stored_key, encode_stored_key
+from ..base import IndexFormatError, signature_difference
 
 # "5": records carry their key's CRC (``P:h<c>``); "4" had none, "3" no sketches either,
 # "2" stored keys as plain UTF-8.
@@ -35,7 +35,7 @@ MAX_KEY_BYTES = 0xFFFF
 # bytes (key ends, expiries) plus Redis' string header fill allocations of exactly 128,
 # 32 and 16 KiB, where 4096 spill into jemalloc's next size classes (160, 40 and 20 KiB).
 CHUNK_RECORDS = 4094
-#: The key end of a record whose chunk lost strings and was blanked (``blank`` in :mod:`._redis_lua`).
+#: The key end of a record whose chunk lost strings and was blanked (``blank`` in :mod:`._lua`).
 GONE = 0xFFFF_FFFF
 # The kinds of chunk strings an entry is read from: fingerprints, key ends, keys,
 # expiries, sketches (the key CRCs, ``h``, are only for the scripts and the mirrors).
@@ -88,7 +88,7 @@ def parse_meta(reply: list[Any]) -> dict[str, str]:
 
 
 def encoded_key(key: str) -> bytes:
-    """*key* as stored (coded, :mod:`._redis_keys`); a clear error when it is too long for a chunk."""
+    """*key* as stored (coded, :mod:`._keys`); a clear error when it is too long for a chunk."""
     encoded = encode_stored_key(key)
     if len(encoded) > MAX_KEY_BYTES:
         raise ValueError(f"key is {len(encoded)} bytes once coded, the Redis index stores at most {MAX_KEY_BYTES}")
@@ -177,7 +177,7 @@ class Chunk:
             live = (np.frombuffer(self.expiries or b"", dtype=">u4") > now).tolist()
         start = 0
         for slot, (fingerprint, stop, alive) in enumerate(zip(fps, ends, live)):
-            if stop == GONE:  # blanked (``blank`` in _redis_lua); the next key starts at 0
+            if stop == GONE:  # blanked (``blank`` in _lua); the next key starts at 0
                 start = 0
                 continue
             if alive and self.first_seq + slot not in removed:
@@ -186,7 +186,7 @@ class Chunk:
 
     def _sketch(self, slot: int) -> bytes | None:
         """The sketch in *slot*; ``None`` when it was stored without one (zeros, or past the
-        end of the string: see ``append`` in :mod:`._redis_lua`)."""
+        end of the string: see ``append`` in :mod:`._lua`)."""
         sketch = (self.sketches or b"")[slot * SKETCH_BYTES : (slot + 1) * SKETCH_BYTES]
         return None if len(sketch) < SKETCH_BYTES or sketch == NO_SKETCH else sketch
 

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import re
 
-from ._storage import decode_key, encode_key
+from .._storage import decode_key, encode_key
 
 # The bytes UTF-8 never holds (RFC 3629, section 3): each stands for one piece.
 _CODES = bytes([0xC0, 0xC1, *range(0xF5, 0x100)])
 # In the order the encoder replaces them: a piece before any piece it contains
 # ("https://www." before "https://" and "www.", ".html" before ".htm"). Changing
-# this list changes the stored format (_redis_layout.FORMAT_VERSION).
+# this list changes the stored format (_layout.FORMAT_VERSION).
 _URL_PIECES = (b"https://www.", b"http://www.", b"https://", b"http://", b"www.", b".com/", b".org/",
                b".net/", b".html", b".htm", b".php", b".asp", b"/index")
 _PIECES = tuple(zip((bytes([code]) for code in _CODES), _URL_PIECES, strict=True))

@@ -16,7 +16,7 @@ import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
-from .base import IndexUnavailableError
+from ..base import IndexUnavailableError
 
 _UNAVAILABLE = (
     redis.ConnectionError,

@@ -1,13 +1,13 @@
 """The check script of :mod:`scrapy_simhash.index.redis`: confirm, scan the tail, append.
 
-It runs after the prelude of :mod:`._redis_lua` (the layout, ``live``, ``key_of``,
+It runs after the prelude of :mod:`._lua` (the layout, ``live``, ``key_of``,
 ``append``, ...), atomically: of the mirror's candidates and the records the mirror has
 not seen that are within k of the query, a record is a match when it is live and its
 sketch is within the bound of the query's (or either has none). For ``add_if_new``
 (mode ``'check'``) the new record is appended when no match was confirmed, so of two
 workers racing with near-duplicates, exactly one keeps its page. The mirror's candidates
 are checked against the stored fingerprints, and a mirror that is not of this log any
-more (Redis lost writes it had seen: ``diverged`` in :mod:`._redis_lua`) is told to
+more (Redis lost writes it had seen: ``diverged`` in :mod:`._lua`) is told to
 mirror it afresh, so no match is reported that Redis does not hold. For ``replace_if_new``
 (mode ``'replace'``), unless a match is under the page's own key, the key's earlier
 records are removed first, in the same step.
@@ -127,5 +127,5 @@ return reply
 """
 
 _POPCOUNTS = ", ".join(str(i.bit_count()) for i in range(256))
-#: The check script without the prelude (:data:`._redis_lua.CHECK` is both).
+#: The check script without the prelude (:data:`._lua.CHECK` is both).
 CHECK_BODY = _CHECK.replace("POPCOUNTS", _POPCOUNTS)

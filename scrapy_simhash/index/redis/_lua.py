@@ -5,7 +5,7 @@ A namespace is an append-only log; every key starts with its prefix ``P``:
 * record ``s`` (its sequence number) lives in chunk ``c = s // C`` (``C`` records a
   chunk, from the meta hash) at slot ``i = s % C``, spread over parallel strings:
   ``P:f<c>`` its fingerprint (8 bytes big-endian, slot ``i`` at byte ``8i``),
-  ``P:k<c>`` the keys (coded by :mod:`._redis_keys`, concatenated), ``P:o<c>`` where each key ends in
+  ``P:k<c>`` the keys (coded by :mod:`._keys`, concatenated), ``P:o<c>`` where each key ends in
   ``P:k<c>`` (4 bytes big-endian), ``P:s<c>`` its minwise sketch
   (:mod:`scrapy_simhash.core.sketch`, 32 bytes at byte ``32i``; all zeros, or past the
   end of the string: stored without one), ``P:h<c>`` the CRC-32 of its key (4 bytes,
@@ -16,8 +16,8 @@ A namespace is an append-only log; every key starts with its prefix ``P``:
   sequence numbers (tombstones); ``P:meta`` format, options, chunk size and an
   *epoch*, a token made when the namespace is created.
 
-Clients search a mirror of the log (:mod:`._redis_mirror`, fingerprints and key CRCs); the
-check script (:mod:`._redis_lua_check`), given its matches and position, atomically
+Clients search a mirror of the log (:mod:`._mirror`, fingerprints and key CRCs); the
+check script (:mod:`._lua_check`), given its matches and position, atomically
 confirms them (live, and the sketches close enough), scans the records it has not seen
 and appends the new one when nothing was confirmed. Fingerprints stay 8 raw bytes (Lua
 numbers are doubles, 64-bit values would lose bits), compared byte by byte (a popcount table).
@@ -30,8 +30,8 @@ when the namespace is gone.
 
 from __future__ import annotations
 
-from ..core.sketch import SKETCH_BYTES
-from ._redis_lua_check import CHECK_BODY
+from ...core.sketch import SKETCH_BYTES
+from ._lua_check import CHECK_BODY
 
 _PRELUDE = """
 local META, COUNTER, TOMBS = KEYS[1], KEYS[2], KEYS[3]

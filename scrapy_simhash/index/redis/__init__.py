@@ -1,9 +1,9 @@
 """A SimHash index in Redis, shared by many crawler processes on many machines.
 
-Redis holds an append-only log of records, each with its sketch (:mod:`._redis_lua`);
-every worker mirrors the fingerprints in memory (:mod:`._redis_mirror`, ~33 bytes of RAM
+Redis holds an append-only log of records, each with its sketch (:mod:`._lua`);
+every worker mirrors the fingerprints in memory (:mod:`._mirror`, ~33 bytes of RAM
 a record) and searches there. ``add_if_new`` is one Lua script, one round trip, atomic on
-the server (:mod:`._redis_lua_check`): it confirms the mirror's candidates (live, and
+the server (:mod:`._lua_check`): it confirms the mirror's candidates (live, and
 their sketches close enough to the page's), scans the few records other workers appended
 since, and appends the record when nothing was confirmed. Of two workers that meet
 near-duplicates at the same moment, exactly one keeps its page.
@@ -28,18 +28,18 @@ from urllib.parse import quote
 
 import redis
 
-from ..core.fingerprint import check_fingerprint
-from ..core.sketch import check_sketch
-from ._key_lookup import key_crc
-from ._redis_client import connect, safe_url
-from ._redis_keys import decode_stored_key, encode_stored_key
-from ._redis_layout import Names, add_batches, encoded_key, new_meta, pack, pack_crc, pack_sketch, reply_text
-from ._redis_lua import ADD, CHECK, KEYS_OF, REMOVE, REMOVE_KEY
-from ._redis_mirror import LogMirror
-from ._redis_reader import LogReader
-from ._redis_scripts import LogScripts
-from ._redis_session import LogSession, Retry
-from .base import DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, SimhashIndexError, Verdict, own_match
+from ...core.fingerprint import check_fingerprint
+from ...core.sketch import check_sketch
+from .._key_lookup import key_crc
+from ._client import connect, safe_url
+from ._keys import decode_stored_key, encode_stored_key
+from ._layout import Names, add_batches, encoded_key, new_meta, pack, pack_crc, pack_sketch, reply_text
+from ._lua import ADD, CHECK, KEYS_OF, REMOVE, REMOVE_KEY
+from ._mirror import LogMirror
+from ._reader import LogReader
+from ._scripts import LogScripts
+from ._session import LogSession, Retry
+from ..base import DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, SimhashIndexError, Verdict, own_match
 
 # Longest tail of unseen records the check script scans (~1 us each in Lua: 128 keep a
 # check under ~250 us of Redis time); a worker further behind catches up first, by reads

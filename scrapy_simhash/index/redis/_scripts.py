@@ -1,4 +1,4 @@
-"""Calling the log scripts of one namespace (:mod:`._redis_lua`) with the namespace's meta.
+"""Calling the log scripts of one namespace (:mod:`._lua`) with the namespace's meta.
 
 The scripts run on connections this object holds (taken once from the client's pool):
 ``EVALSHA`` sent and read directly costs ~45 us a call where redis-py's command path
@@ -17,9 +17,9 @@ from typing import Any
 import redis
 from redis.connection import Connection
 
-from ._redis_client import is_no_meta, safe_url
-from ._redis_layout import Names, check_meta, parse_meta, reply_text
-from ._redis_lua import ADD, CHECK, ENSURE_META, KEYS_OF, REMOVE, REMOVE_KEY, SYNC
+from ._client import is_no_meta, safe_url
+from ._layout import Names, check_meta, parse_meta, reply_text
+from ._lua import ADD, CHECK, ENSURE_META, KEYS_OF, REMOVE, REMOVE_KEY, SYNC
 
 
 class LogScripts:

@@ -1,4 +1,4 @@
-"""The in-memory index of a worker's mirror (:mod:`._redis_mirror`): fingerprints only.
+"""The in-memory index of a worker's mirror (:mod:`._mirror`): fingerprints only.
 
 A :class:`~.memory.MemoryIndex` whose rows are log records: every key empty and no
 sketch kept (Redis holds the keys and the sketches, and the check script confirms), so
@@ -12,8 +12,8 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from ._storage import KeyStore, SketchStore
-from .memory import MemoryIndex
+from .._storage import KeyStore, SketchStore
+from ..memory import MemoryIndex
 
 
 class NoSketches(SketchStore):

@@ -13,12 +13,12 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ._redis_client import UnavailableAsIndexError, safe_url
-from ._redis_layout import reply_text
-from ._redis_lua import SYNC
-from ._redis_mirror import LogMirror
-from ._redis_scripts import LogScripts
-from .base import IndexUnavailableError
+from ._client import UnavailableAsIndexError, safe_url
+from ._layout import reply_text
+from ._lua import SYNC
+from ._mirror import LogMirror
+from ._scripts import LogScripts
+from ..base import IndexUnavailableError
 
 # A worker behind catches up in slices of this many records at most (and within one chunk
 # of the log): Redis spends ~1.5 us a KB it reads into a script and returns, ~40 us a slice

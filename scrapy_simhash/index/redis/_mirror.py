@@ -1,7 +1,7 @@
 """A worker's local copy of a Redis namespace's log, searched in memory.
 
-The log (see :mod:`._redis_lua`) only grows, so a worker holds records
-``first_seq ... position - 1`` in a :class:`~._redis_records.RecordIndex` (row ``r`` is
+The log (see :mod:`._lua`) only grows, so a worker holds records
+``first_seq ... position - 1`` in a :class:`~._records.RecordIndex` (row ``r`` is
 record ``first_seq + r``; the keys stay in Redis), their key CRCs in a
 :class:`~._key_lookup.CrcTable`, and the tombstones it has seen. A search here finds every
 candidate among those records (and every record that may be under a key); the check
@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..core.sketch import estimated_similarity
-from ._key_lookup import CrcTable
-from ._redis_layout import pack, reply_text, unpack_crcs, unpack_fingerprints
-from ._redis_keys import decode_stored_key
-from ._redis_records import RecordIndex
-from ._tables import TableDesign
-from .base import Match
+from ...core.sketch import estimated_similarity
+from .._key_lookup import CrcTable
+from ._layout import pack, reply_text, unpack_crcs, unpack_fingerprints
+from ._keys import decode_stored_key
+from ._records import RecordIndex
+from .._tables import TableDesign
+from ..base import Match
 
 # Fewer records are added one by one (into the design chosen for expected_size, when
 # the mirror is empty); more, in bulk (MemoryIndex.add_entries' own threshold).
@@ -56,7 +56,7 @@ class LogMirror:
         return self.first_seq + len(self._records)
 
     def state(self) -> list[int | bytes]:
-        """What the scripts check this copy against (``diverged`` in :mod:`._redis_lua`):
+        """What the scripts check this copy against (``diverged`` in :mod:`._lua`):
         its position, the tombstones it has seen, its last record's fingerprint."""
         return [self.position, self.tombstones_seen, self._last_fingerprint()]
 

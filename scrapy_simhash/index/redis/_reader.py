@@ -13,8 +13,8 @@ from typing import cast
 import numpy as np
 import redis
 
-from ._redis_client import glob_escape
-from ._redis_layout import CHUNK_KINDS, Chunk, Names, unpack_fingerprints
+from ._client import glob_escape
+from ._layout import CHUNK_KINDS, Chunk, Names, unpack_fingerprints
 
 # Chunks read per pipelined round trip (~6 MB with 50-byte keys and sketches).
 _CHUNKS_PER_READ = 16
