@@ -2,6 +2,11 @@
 
     python benchmarks/bench_disk.py            # 1M and 10M fingerprints
     python benchmarks/bench_disk.py --quick    # 100k
+    python benchmarks/bench_disk.py --hosts 200 --sizes 1000000   # one namespace per host
+
+With --hosts N the entries are spread over N namespaces (as ``SIMHASH_SCOPE = "domain"``
+keeps one per host) and "open all s" is the time to open every one of them in one
+process, as a crawl does when it meets each host.
 """
 
 from __future__ import annotations
@@ -87,6 +92,28 @@ def run(size: int) -> dict[str, str]:
     }
 
 
+def run_hosts(size: int, hosts: int) -> dict[str, str]:
+    """Open *hosts* namespaces of a store of *size* entries, one after the other."""
+    path = tempfile.mkdtemp(prefix="bench-disk-hosts-")
+    per_host = size // hosts
+    try:
+        fingerprints = random_fingerprints(per_host * hosts, seed=4).tolist()
+        for host in range(hosts):
+            with DiskIndex(path, expected_size=per_host, namespace=f"host{host}.example") as index:
+                chunk = fingerprints[host * per_host : (host + 1) * per_host]
+                index.add_many((fp, url(host * per_host + n)) for n, fp in enumerate(chunk))
+        started = time.perf_counter()
+        opened = [DiskIndex(path, expected_size=per_host, namespace=f"host{h}.example") for h in range(hosts)]
+        seconds = time.perf_counter() - started
+        assert all(len(index) == per_host for index in opened)
+        for index in opened:
+            index.close()
+    finally:
+        shutil.rmtree(path)
+    return {"size": f"{size:,}", "hosts": f"{hosts:,}", "open all s": f"{seconds:.2f}",
+            "per host ms": f"{seconds / hosts * 1000:.1f}"}
+
+
 def print_table(rows: list[dict[str, str]]) -> None:
     columns = list(rows[0])
     widths = [max(len(c), *(len(r[c]) for r in rows)) for c in columns]
@@ -99,8 +126,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="100k fingerprints only")
     parser.add_argument("--sizes", type=int, nargs="*", help="sizes to measure (default: 1M 10M)")
+    parser.add_argument("--hosts", type=int, help="spread the entries over this many namespaces, time opening them")
     args = parser.parse_args()
     sizes = args.sizes or ([100_000] if args.quick else [1_000_000, 10_000_000])
+    if args.hosts:
+        print_table([run_hosts(size, args.hosts) for size in sizes])
+        return
     print_table([run(size) for size in sizes])
 
 

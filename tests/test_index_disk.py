@@ -328,3 +328,23 @@ def test_fsync_seconds_syncs_the_first_write_after_the_interval(tmp_path: Path, 
         assert len(synced) == 2
         index.add(3, "c")
         assert len(synced) == 2
+
+
+def test_namespaces_opened_one_by_one_get_their_entries_from_the_read_at_open(tmp_path: Path) -> None:
+    """A crawl with SIMHASH_SCOPE="domain" opens a namespace per host, and writes between."""
+    for host in range(5):
+        with DiskIndex(tmp_path, namespace=f"host{host}") as index:
+            index.add_many((host * 1000 + n, f"https://host{host}/{n}") for n in range(20))
+    first = DiskIndex(tmp_path, namespace="host0")
+    first.add(99_999, "https://host0/new")  # a write before the other hosts open
+    cleared = DiskIndex(tmp_path, namespace="host1", reset=True)
+    others = [DiskIndex(tmp_path, namespace=f"host{host}") for host in range(2, 5)]
+    again = DiskIndex(tmp_path, namespace="host0")  # opened twice: sees the first one's write
+    try:
+        assert len(first) == len(again) == 21 and (99_999, "https://host0/new") in set(again.items())
+        assert len(cleared) == 0
+        for host, index in zip(range(2, 5), others):
+            assert sorted(index.items()) == [(host * 1000 + n, f"https://host{host}/{n}") for n in range(20)]
+    finally:
+        for index in [first, cleared, *others, again]:
+            index.close()

@@ -20,7 +20,8 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _logfile as lf
-from ._files import lock_directory, read_prefix, write_all, write_new
+from ._disk_records import RecordsAtOpen, read_keys
+from ._files import lock_directory, write_all, write_new
 from ._storage import KeyStore, SketchStore, decode_key, encode_key
 from .base import IndexFormatError, IndexUnavailableError, SimhashIndexError, signature_difference
 
@@ -66,7 +67,7 @@ class DiskStore:
             os.ftruncate(self._log_fd, contents.valid_size)
         declared = contents.records[contents.records["op"] == lf.OP_NAMESPACE]
         self._namespaces = {self._key_of(r): int(r["namespace"]) for r in declared}
-        self._records_at_open: npt.NDArray | None = contents.records
+        self._at_open = RecordsAtOpen(contents.records)
         self.users = 0
 
     # -- creation and checks ----------------------------------------------------------
@@ -157,6 +158,8 @@ class DiskStore:
         data = encode_key(key)
         offset = self._write_keys(data)
         self._write_log(lf.pack_record(fingerprint, offset, len(data), namespace, op, sketch))
+        if op == lf.OP_CLEAR:
+            self._at_open.forget(namespace)
         self._sync_if_due()
 
     def append_many(
@@ -208,7 +211,6 @@ class DiskStore:
         return offset
 
     def _write_log(self, data: bytes) -> None:
-        self._records_at_open = None  # stale now
         try:
             write_all(self._log_fd, data)
         except OSError as exc:
@@ -221,8 +223,8 @@ class DiskStore:
 
     def load(self, namespace: int) -> tuple[npt.NDArray[np.uint64], KeyStore, SketchStore]:
         """The live entries of *namespace*: fingerprints, keys and sketches, in insertion order."""
-        records, self._records_at_open = self._records_at_open, None  # read once, at open
-        if records is None:
+        records = self._at_open.take(namespace)  # read once, at open
+        if records is None:  # opened before: its index may have written since
             records = lf.read_records(self.log_path, self.keys_path).records
         ops = records["op"]
         mine = records["namespace"] == namespace
@@ -237,7 +239,7 @@ class DiskStore:
                 self._apply_removal(records, alive, int(position))
             records = records[alive]
         sketches = SketchStore(records["sketch"].reshape(-1))
-        return records["fingerprint"].copy(), self._read_keys(records), sketches
+        return records["fingerprint"].copy(), read_keys(self.keys_path, records), sketches
 
     def _apply_removal(
         self, records: npt.NDArray, alive: npt.NDArray[np.bool_], position: int
@@ -254,22 +256,6 @@ class DiskStore:
     def _key_of(self, record: np.void) -> str:
         data = os.pread(self._keys_fd, int(record["key_length"]), int(record["key_offset"]))
         return decode_key(data)
-
-    def _read_keys(self, records: npt.NDArray) -> KeyStore:
-        """The keys of *records*, gathered run by run (keys of a namespace are mostly adjacent)."""
-        if not len(records):
-            return KeyStore()
-        starts, lengths = records["key_offset"], records["key_length"].astype(np.uint64)
-        ends = starts + lengths
-        view = memoryview(read_prefix(self.keys_path, int(ends.max())))
-        breaks = np.flatnonzero(starts[1:] != ends[:-1]) + 1
-        if not len(breaks):  # one run: no gathering copy
-            # from_buffer copies once into its own bytearray; a memoryview avoids a second copy
-            return KeyStore.from_buffer(view[int(starts[0]) :], np.cumsum(lengths))  # type: ignore[arg-type]
-        run_starts = np.concatenate(([0], breaks)).tolist()
-        run_ends = np.concatenate((breaks - 1, [len(records) - 1])).tolist()
-        joined = b"".join(view[int(starts[a]) : int(ends[b])] for a, b in zip(run_starts, run_ends))
-        return KeyStore.from_buffer(joined, np.cumsum(lengths))
 
     def close(self) -> None:
         for fd in self._fds:

@@ -33,21 +33,6 @@ def lock_directory(directory: str) -> int:
     return fd
 
 
-def read_prefix(path: str, size: int) -> bytearray:
-    """The first *size* bytes of *path*, read straight into one buffer."""
-    data = bytearray(size)
-    view, done = memoryview(data), 0
-    with open(path, "rb", buffering=0) as file:
-        while done < size:
-            read = file.readinto(view[done:])
-            if not read:
-                raise IndexFormatError(
-                    f"{path} ended at byte {done}, before the keys its records point at"
-                )
-            done += read
-    return data
-
-
 def write_new(path: str, data: bytes) -> None:
     """Write a whole new file under a temporary name, then rename: all or nothing."""
     temporary = path + ".tmp"

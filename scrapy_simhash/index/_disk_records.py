@@ -1,0 +1,81 @@
+"""Reading one namespace of a disk store: its records from what was read at open, its
+keys from a memory map of ``keys.log``.
+
+A store read at open holds every namespace's records; a crawl with
+``SIMHASH_SCOPE = "domain"`` then opens a namespace per host. Each takes its records from
+that one read (:class:`RecordsAtOpen`, grouped once) and reads only the pages of
+``keys.log`` its keys are on (:func:`read_keys`), where reading the files again for each
+host made opening 200 hosts over 1M records take 11 s.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+
+import numpy as np
+import numpy.typing as npt
+
+from ._storage import KeyStore
+from .base import IndexFormatError
+
+
+class RecordsAtOpen:
+    """The records a store read when it opened, handed out one namespace at a time.
+
+    :meth:`take` gives a namespace its records once; a namespace opened again, after its
+    index wrote to the store, must read the log again (``None``). A namespace's records are
+    only ever written after it was opened (a reset's ``OP_CLEAR`` first: :meth:`forget`).
+    """
+
+    def __init__(self, records: npt.NDArray) -> None:
+        self._records: npt.NDArray | None = records
+        self._groups: dict[int, npt.NDArray[np.intp]] | None = None
+        self._taken: set[int] = set()
+
+    def take(self, namespace: int) -> npt.NDArray | None:
+        """The records of *namespace* read at open, in log order; ``None`` when taken before."""
+        if namespace in self._taken or self._records is None:
+            return None
+        self._taken.add(namespace)
+        if self._groups is None:
+            self._groups = _group_by_namespace(self._records["namespace"])
+        rows = self._groups.pop(namespace, np.empty(0, dtype=np.intp))
+        records = self._records[rows]
+        if not self._groups:
+            self._records = None  # every namespace taken: the store holds nothing more
+        return records
+
+    def forget(self, namespace: int) -> None:
+        """*namespace* was cleared: it starts empty."""
+        if self._groups is not None:
+            self._groups.pop(namespace, None)
+        elif self._records is not None:
+            self._groups = _group_by_namespace(self._records["namespace"])
+            self._groups.pop(namespace, None)
+
+
+def _group_by_namespace(namespaces: npt.NDArray[np.uint16]) -> dict[int, npt.NDArray[np.intp]]:
+    """Row numbers by namespace, each in log order (a stable sort)."""
+    order = np.argsort(namespaces, kind="stable")
+    values, starts = np.unique(namespaces[order], return_index=True)
+    stops = [*starts[1:].tolist(), len(order)]
+    return {int(value): order[start:stop] for value, start, stop in zip(values.tolist(), starts.tolist(), stops)}
+
+
+def read_keys(keys_path: str, records: npt.NDArray) -> KeyStore:
+    """The keys of *records*, gathered run by run (keys of a namespace are mostly adjacent)
+    from a memory map: only the pages that hold them are read."""
+    if not len(records):
+        return KeyStore()
+    starts, lengths = records["key_offset"], records["key_length"].astype(np.uint64)
+    ends = starts + lengths
+    size = os.path.getsize(keys_path)
+    if size < int(ends.max()):
+        raise IndexFormatError(f"{keys_path} ended at byte {size}, before the keys its records point at")
+    with open(keys_path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        breaks = np.flatnonzero(starts[1:] != ends[:-1]) + 1
+        run_starts = np.concatenate(([0], breaks)).tolist()
+        run_ends = np.concatenate((breaks - 1, [len(records) - 1])).tolist()
+        joined = b"".join(mapped[int(starts[a]) : int(ends[b])] for a, b in zip(run_starts, run_ends))
+    return KeyStore.from_buffer(joined, np.cumsum(lengths))
