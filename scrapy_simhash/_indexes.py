@@ -84,11 +84,9 @@ class ComponentIndexes:
         )
 
     def _expected_size(self, host: str) -> int:
-        # A host's in-memory index starts small (see _HOST_INDEX_START_SIZE); stored
-        # designs (Redis) are left as configured.
-        if host and self.config.index in (None, "memory"):
-            return min(self.config.expected_size, _HOST_INDEX_START_SIZE)
-        return self.config.expected_size
+        # A host's index (in memory, or a Redis worker's copy) starts small (see
+        # _HOST_INDEX_START_SIZE): its buckets widen as it grows.
+        return min(self.config.expected_size, _HOST_INDEX_START_SIZE) if host else self.config.expected_size
 
     def _shared_client(self) -> Any:
         if not is_shared_spec(self.config.index):
