@@ -19,7 +19,7 @@ from ._checked import CheckedKeys
 from ._indexes import ComponentIndexes, summary
 from ._outage import Outage
 from .core.fingerprinter import Fingerprinter, FingerprintResult, python_stages
-from .index import IndexUnavailableError, Match, Verdict, is_shared_spec
+from .index import IndexUnavailableError, Match, SimhashIndex, Verdict, is_shared_spec
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -121,6 +121,8 @@ class NearDuplicateChecker:
             if self._in_thread:
                 verdict = await run_in_thread(self._replace_if_new, fingerprint, key, host, wildcard, sketch)
             else:
+                if not self._indexes.is_open(host):  # a new host's index (SIMHASH_SCOPE="domain"):
+                    await run_in_thread(self._index_for, host)  # opened off the reactor (reads a store)
                 verdict = self._replace_if_new(fingerprint, key, host, wildcard, sketch)
         except IndexUnavailableError as exc:
             self._outage.failed()
@@ -186,11 +188,13 @@ class NearDuplicateChecker:
     def _replace_if_new(
         self, fingerprint: int, key: str, host: str, wildcard: int, sketch: bytes | None
     ) -> Verdict:
+        return self._index_for(host).replace_if_new(fingerprint, key, wildcard, sketch)
+
+    def _index_for(self, host: str) -> SimhashIndex:
         try:
-            index = self._indexes.for_host(host)
+            return self._indexes.for_host(host)
         except OSError as exc:  # a host's index (SIMHASH_SCOPE="domain") that cannot be created
             raise IndexUnavailableError(f"SIMHASH_INDEX={self.config.index!r}: {exc}") from exc
-        return index.replace_if_new(fingerprint, key, wildcard, sketch)
 
     def _count_result(self, key: str, match: Match | None) -> None:
         if match is None:

@@ -41,7 +41,7 @@ class ComponentIndexes:
     def for_host(self, host: str) -> SimhashIndex:
         """The index a page of *host* is checked in (the one index, unless scope is "domain")."""
         host = host if self.config.scope == "domain" else ""
-        namespace = "/".join(part for part in (self._base, host, self._kind) if part)
+        namespace = self._namespace(host)
         index = self._open.get(namespace)
         if index is None:
             with self._opening:  # checked again: another thread may have opened it meanwhile
@@ -49,6 +49,10 @@ class ComponentIndexes:
                 if index is None:  # (not `or`: an empty index is falsy, it has a __len__)
                     index = self._open[namespace] = self._open_index(namespace, host)
         return index
+
+    def is_open(self, host: str) -> bool:
+        """Whether the index a page of *host* is checked in is open already."""
+        return self._namespace(host) in self._open
 
     @property
     def opened(self) -> list[SimhashIndex]:
@@ -67,6 +71,10 @@ class ComponentIndexes:
                 closing.callback(index.close)
             for index in indexes:
                 index.flush()
+
+    def _namespace(self, host: str) -> str:
+        host = host if self.config.scope == "domain" else ""
+        return "/".join(part for part in (self._base, host, self._kind) if part)
 
     def _open_index(self, namespace: str, host: str) -> SimhashIndex:
         config = self.config

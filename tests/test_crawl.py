@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from conftest import EXAMPLE_PROJECT, CorpusSample, RecordingSpider, crawl, loca
 from redis_server import redis_url, shared_redis_server  # noqa: F401  (fixtures)
 
 from scrapy_simhash import NearDuplicateItem, NearDuplicatePage, from_hex, hamming_distance
+from scrapy_simhash._indexes import ComponentIndexes
 from scrapy_simhash.config import JOBDIR_INDEX_NAME
 
 #: The copies in the demo site, each with its original (order-free: either may come first).
@@ -89,6 +91,26 @@ def test_every_scope_finds_the_same_copies(demo_url: str, scope: str) -> None:
     crawler = crawl(RecordingSpider, {"SIMHASH_SCOPE": scope}, start_url=demo_url)
     drops = crawler.spider.dropped_pages
     assert {frozenset({local_url(d.url), local_url(d.duplicate_of)}) for d in drops} == DEMO_NEAR_DUPLICATES
+
+
+def test_a_hosts_disk_index_opens_off_the_reactor(
+    demo_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIMHASH_SCOPE = "domain" on a disk store: a host's index reads the store when its
+    first page comes, in a worker thread, while the reactor thread checks other pages."""
+    opened_in: list[str] = []
+    open_index = ComponentIndexes._open_index
+
+    def recording(self: ComponentIndexes, namespace: str, host: str) -> Any:
+        opened_in.append(threading.current_thread().name)
+        return open_index(self, namespace, host)
+
+    monkeypatch.setattr(ComponentIndexes, "_open_index", recording)
+    settings = {"SIMHASH_SCOPE": "domain", "SIMHASH_INDEX": str(tmp_path / "store")}
+    crawler = crawl(RecordingSpider, settings, start_url=demo_url)
+    drops = crawler.spider.dropped_pages
+    assert {frozenset({local_url(d.url), local_url(d.duplicate_of)}) for d in drops} == DEMO_NEAR_DUPLICATES
+    assert opened_in and threading.main_thread().name not in opened_in
 
 
 def test_a_sample_of_the_dev_corpus_is_deduplicated(corpus_sample: CorpusSample) -> None:

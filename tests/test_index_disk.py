@@ -348,3 +348,33 @@ def test_namespaces_opened_one_by_one_get_their_entries_from_the_read_at_open(tm
     finally:
         for index in [first, cleared, *others, again]:
             index.close()
+
+
+def test_namespaces_opened_in_threads_while_another_writes_lose_nothing(tmp_path: Path) -> None:
+    """The Scrapy glue opens a host's namespace in a worker thread while the reactor thread
+    writes to another namespace of the same store: the store's lock keeps the files whole."""
+    import threading
+
+    writer = DiskIndex(tmp_path, namespace="busy")
+    opened: list[DiskIndex] = []
+
+    def open_hosts(first: int) -> None:
+        for host in range(first, first + 10):
+            index = DiskIndex(tmp_path, namespace=f"host{host}")
+            index.add(host, f"https://host{host}/")
+            opened.append(index)
+
+    threads = [threading.Thread(target=open_hosts, args=(first,)) for first in (0, 10, 20)]
+    for thread in threads:
+        thread.start()
+    for n in range(300):
+        writer.add(10_000 + n, f"https://busy/{n}")
+    for thread in threads:
+        thread.join()
+    for index in [writer, *opened]:
+        index.close()
+    with DiskIndex(tmp_path, namespace="busy") as busy:
+        assert len(busy) == 300
+    for host in range(30):
+        with DiskIndex(tmp_path, namespace=f"host{host}") as index:
+            assert list(index.items()) == [(host, f"https://host{host}/")]

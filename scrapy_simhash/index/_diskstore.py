@@ -13,8 +13,11 @@ import datetime
 import logging
 import os
 import socket
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import wraps
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -32,8 +35,24 @@ LOG_NAME, KEYS_NAME = "fingerprints.log", "keys.log"
 MAX_NAMESPACES = 0xFFFF
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _locked(method: _F) -> _F:
+    """Run *method* under the store's lock: the namespaces of a store share its files, and
+    the Scrapy glue opens a host's namespace in a worker thread while others write."""
+
+    @wraps(method)
+    def locked(self: DiskStore, *args: Any, **kwargs: Any) -> Any:
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return locked  # type: ignore[return-value]
+
+
 class DiskStore:
-    """The append-only files of one store directory."""
+    """The append-only files of one store directory, shared by its namespaces (threads
+    included: see :func:`_locked`)."""
 
     def __init__(
         self, directory: str, *, signature: str, reset: bool, fsync_seconds: float | None = None,
@@ -44,6 +63,7 @@ class DiskStore:
         T seconds after a write (the first write T seconds after the last ``fsync``)."""
         self.directory, self.read_only = directory, read_only
         self.fsync_seconds = fsync_seconds
+        self.lock = threading.RLock()
         self._synced_at = time.monotonic()
         self.log_path = os.path.join(directory, LOG_NAME)
         self.keys_path = os.path.join(directory, KEYS_NAME)
@@ -128,6 +148,7 @@ class DiskStore:
 
     # -- namespaces -------------------------------------------------------------------
 
+    @_locked
     def namespace_id(self, name: str) -> int:
         """The id of namespace *name*, recorded on first use."""
         if name == "" or name in self._namespaces:
@@ -147,6 +168,7 @@ class DiskStore:
 
     # -- writing ----------------------------------------------------------------------
 
+    @_locked
     def append(
         self, namespace: int, op: int, fingerprint: int, key: str, sketch: bytes | None = None
     ) -> None:
@@ -162,6 +184,7 @@ class DiskStore:
             self._at_open.forget(namespace)
         self._sync_if_due()
 
+    @_locked
     def append_many(
         self,
         namespace: int,
@@ -183,6 +206,7 @@ class DiskStore:
         self._write_log(lf.pack_records(records))
         self._sync_if_due()
 
+    @_locked
     def flush(self) -> None:
         if not self.read_only:
             os.fsync(self._keys_fd)  # keys first: a record is never on disk without its key
@@ -221,6 +245,7 @@ class DiskStore:
 
     # -- reading ----------------------------------------------------------------------
 
+    @_locked
     def load(self, namespace: int) -> tuple[npt.NDArray[np.uint64], KeyStore, SketchStore]:
         """The live entries of *namespace*: fingerprints, keys and sketches, in insertion order."""
         records = self._at_open.take(namespace)  # read once, at open
@@ -257,6 +282,7 @@ class DiskStore:
         data = os.pread(self._keys_fd, int(record["key_length"]), int(record["key_offset"]))
         return decode_key(data)
 
+    @_locked
     def close(self) -> None:
         for fd in self._fds:
             os.close(fd)
