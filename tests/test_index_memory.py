@@ -290,3 +290,13 @@ def test_an_index_sized_for_a_billion_pages_starts_small() -> None:
     index = MemoryIndex(3, expected_size=10**9)
     assert len(index.design.tables) == len(choose_design(3, 10**9).tables)  # the tables for its size...
     assert index.memory_usage()["index_bytes"] <= 100 * 2**20  # ...but buckets that grow as pages come
+
+
+def test_an_index_built_in_bulk_gets_buckets_for_its_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The small start is for an empty index: a reopened store's is sized for what it holds."""
+    from scrapy_simhash.index import _design_choice
+
+    monkeypatch.setattr(_design_choice, "EMPTY_INDEX_BYTES", 4096)  # any start is small now
+    fingerprints = np.random.default_rng(3).integers(0, 2**64 - 1, 100_000, dtype=np.uint64)
+    index = MemoryIndex.from_arrays(fingerprints, KeyStore.from_keys(map(str, range(100_000))), 3)
+    assert index.design.prefix_bits == choose_design(3, 100_000).prefix_bits > 8

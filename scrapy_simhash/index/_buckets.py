@@ -77,30 +77,31 @@ class SortedBuckets:
         return int(self.rows.nbytes + self.directories.nbytes)
 
     @classmethod
-    def build(cls, design: TableDesign, fingerprints: npt.NDArray[np.uint64]) -> SortedBuckets:
-        """Sort every row of *fingerprints* into every table (rows 0..n-1)."""
+    def build(
+        cls, design: TableDesign, fingerprints: npt.NDArray[np.uint64], orders: npt.NDArray[np.uint32] | None = None
+    ) -> SortedBuckets:
+        """Sort every row of *fingerprints* into every table (rows 0..n-1). *orders*: per
+        table, the rows in an order already grouped by a shorter prefix (:meth:`widened`)."""
         if len(fingerprints) > MAX_ROWS:
             raise ValueError(f"an in-memory index holds at most {MAX_ROWS} entries")
         keys = design.bucket_keys_array(fingerprints).astype(_sort_dtype(design.prefix_bits))
         rows = np.empty(keys.shape, dtype=np.uint32)
         directories = np.empty((len(keys), 2**design.prefix_bits + 1), dtype=np.uint32)
         for table, table_keys in enumerate(keys):
-            rows[table] = np.argsort(table_keys, kind="stable")
+            if orders is None:
+                rows[table] = np.argsort(table_keys, kind="stable")
+            else:
+                order = orders[table]
+                rows[table] = order[np.argsort(table_keys[order], kind="stable")]
             directories[table] = _directory(table_keys, design.prefix_bits)
         return cls(design, rows, directories)
 
     def widened(self, design: TableDesign, fingerprints: npt.NDArray[np.uint64]) -> SortedBuckets:
         """These rows (of *fingerprints*) in the buckets of *design*: the same tables with a
         longer prefix. Each table's rows are in bucket order already, so sorting them again
-        by the longer key sorts nearly sorted data: ~16x faster than :meth:`build` (0.14
-        against 2.3 s a table at 16M rows), the same result."""
-        keys = design.bucket_keys_array(fingerprints[: len(self)]).astype(_sort_dtype(design.prefix_bits))
-        rows = np.empty_like(self.rows)
-        directories = np.empty((len(keys), 2**design.prefix_bits + 1), dtype=np.uint32)
-        for table, (table_keys, table_rows) in enumerate(zip(keys, self.rows)):
-            rows[table] = table_rows[np.argsort(table_keys[table_rows], kind="stable")]
-            directories[table] = _directory(table_keys, design.prefix_bits)
-        return SortedBuckets(design, rows, directories)
+        by the longer key sorts nearly sorted data (0.14 against 2.3 s a table at 16M rows;
+        8.6 against 28.8 s in all with 10 tables), the same result as :meth:`build`."""
+        return SortedBuckets.build(design, fingerprints[: len(self)], self.rows)
 
     def merged_with(self, fingerprints: npt.NDArray[np.uint64], first_row: int) -> SortedBuckets:
         """A copy holding also rows ``first_row ...`` with these *fingerprints*.

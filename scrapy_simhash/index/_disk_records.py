@@ -38,9 +38,7 @@ class RecordsAtOpen:
         if namespace in self._taken or self._records is None:
             return None
         self._taken.add(namespace)
-        if self._groups is None:
-            self._groups = _group_by_namespace(self._records["namespace"])
-        rows = self._groups.pop(namespace, np.empty(0, dtype=np.intp))
+        rows = self._grouped().pop(namespace, np.empty(0, dtype=np.intp))
         records = self._records[rows]
         if not self._groups:
             self._records = None  # every namespace taken: the store holds nothing more
@@ -48,11 +46,15 @@ class RecordsAtOpen:
 
     def forget(self, namespace: int) -> None:
         """*namespace* was cleared: it starts empty."""
-        if self._groups is not None:
-            self._groups.pop(namespace, None)
-        elif self._records is not None:
+        if self._records is not None:
+            self._grouped().pop(namespace, None)
+
+    def _grouped(self) -> dict[int, npt.NDArray[np.intp]]:
+        """The rows of each namespace not taken yet (grouped on first use)."""
+        if self._groups is None:
+            assert self._records is not None
             self._groups = _group_by_namespace(self._records["namespace"])
-            self._groups.pop(namespace, None)
+        return self._groups
 
 
 def _group_by_namespace(namespaces: npt.NDArray[np.uint16]) -> dict[int, npt.NDArray[np.intp]]:
@@ -63,17 +65,17 @@ def _group_by_namespace(namespaces: npt.NDArray[np.uint16]) -> dict[int, npt.NDA
     return {int(value): order[start:stop] for value, start, stop in zip(values.tolist(), starts.tolist(), stops)}
 
 
-def read_keys(keys_path: str, records: npt.NDArray) -> KeyStore:
+def read_keys(keys_path: str, keys_fd: int, records: npt.NDArray) -> KeyStore:
     """The keys of *records*, gathered run by run (keys of a namespace are mostly adjacent)
-    from a memory map: only the pages that hold them are read."""
+    from a memory map of ``keys.log`` (open as *keys_fd*): only the pages that hold them are read."""
     if not len(records):
         return KeyStore()
     starts, lengths = records["key_offset"], records["key_length"].astype(np.uint64)
     ends = starts + lengths
-    size = os.path.getsize(keys_path)
+    size = os.fstat(keys_fd).st_size
     if size < int(ends.max()):
         raise IndexFormatError(f"{keys_path} ended at byte {size}, before the keys its records point at")
-    with open(keys_path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+    with mmap.mmap(keys_fd, 0, access=mmap.ACCESS_READ) as mapped:
         breaks = np.flatnonzero(starts[1:] != ends[:-1]) + 1
         run_starts = np.concatenate(([0], breaks)).tolist()
         run_ends = np.concatenate((breaks - 1, [len(records) - 1])).tolist()

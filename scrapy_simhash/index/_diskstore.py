@@ -264,7 +264,7 @@ class DiskStore:
                 self._apply_removal(records, alive, int(position))
             records = records[alive]
         sketches = SketchStore(records["sketch"].reshape(-1))
-        return records["fingerprint"].copy(), read_keys(self.keys_path, records), sketches
+        return records["fingerprint"].copy(), read_keys(self.keys_path, self._keys_fd, records), sketches
 
     def _apply_removal(
         self, records: npt.NDArray, alive: npt.NDArray[np.bool_], position: int

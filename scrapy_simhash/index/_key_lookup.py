@@ -22,7 +22,7 @@ _MIN_RECENT = 4096
 _EMPTY = np.empty(0, dtype=np.uint32)
 
 
-def key_crc(stored_key: bytes) -> int:
+def key_crc(stored_key: bytes | bytearray) -> int:
     """The 32-bit CRC a key is looked up by, of its bytes as stored."""
     return zlib.crc32(stored_key)
 

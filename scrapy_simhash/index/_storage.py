@@ -166,13 +166,17 @@ class KeyStore:
         return len(self._ends)
 
     def __getitem__(self, index: int) -> str:
-        return decode_key(self.encoded(index))
+        start, stop = self._bounds(index)
+        return decode_key(self._data[start:stop])
 
-    def encoded(self, index: int) -> bytes:
-        """Key *index* as stored (UTF-8), not decoded."""
+    def encoded(self, index: int) -> bytearray:
+        """Key *index* as stored (UTF-8), not decoded (a copy: the buffer grows)."""
+        start, stop = self._bounds(index)
+        return self._data[start:stop]
+
+    def _bounds(self, index: int) -> tuple[int, int]:
         ends = self._ends.values
-        start = int(ends[index - 1]) if index else 0
-        return bytes(self._data[start : int(ends[index])])
+        return (int(ends[index - 1]) if index else 0), int(ends[index])
 
     def __iter__(self) -> Iterator[str]:
         return (self[i] for i in range(len(self)))

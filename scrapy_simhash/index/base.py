@@ -152,14 +152,23 @@ class SimhashIndex(ABC):
         and nothing changes. Otherwise the key's earlier records (an older version of the
         page) are removed, and the nearest match is returned, or the page stored.
 
-        This default runs in steps; the built-in backends do it in one (atomically, in Redis).
+        This default runs in steps (memory and disk, with one writer each, use it); Redis does
+        it in one atomic script.
         """
         matches = self.query(fingerprint, wildcard, sketch)
         own = own_match(matches, key)
         if own is not None:
             return Verdict(own)
-        replaced = self.remove_key(key)
-        return Verdict(matches[0] if matches else self.add_if_new(fingerprint, key, wildcard, sketch), replaced)
+        replaced = self.remove_key(key)  # none of the matches: they are under other keys
+        if matches:
+            return Verdict(matches[0], replaced)
+        return Verdict(self._add_unmatched(fingerprint, key, wildcard, sketch), replaced)
+
+    def _add_unmatched(self, fingerprint: int, key: str, wildcard: int, sketch: bytes | None) -> Match | None:
+        """Store a page the query just found no match for (:meth:`replace_if_new`): with
+        :meth:`add_if_new`, which checks again, as another writer may have stored one since.
+        A backend with one writer stores it at once."""
+        return self.add_if_new(fingerprint, key, wildcard, sketch)
 
     @abstractmethod
     def query(self, fingerprint: int, wildcard: int = 0, sketch: bytes | None = None) -> list[Match]:

@@ -24,7 +24,7 @@ from ..core.sketch import check_sketch
 from . import _logfile as lf
 from ._diskstore import DiskStore
 from ._storage import SketchStore, fingerprint_array
-from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, Verdict, own_match
+from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex
 from .memory import MemoryIndex
 
 _OPEN_STORES: dict[tuple[str, bool], DiskStore] = {}  # (real path, read-only) -> store
@@ -84,21 +84,6 @@ class DiskIndex(SimhashIndex):
             self.add(fingerprint, key, sketch)  # on disk first, then in memory
         return match
 
-    def replace_if_new(
-        self, fingerprint: int, key: str, wildcard: int = 0, sketch: bytes | None = None
-    ) -> Verdict:
-        matches = self._memory.query(fingerprint, wildcard, sketch)
-        own = own_match(matches, key)
-        if own is not None:
-            return Verdict(own)
-        # Removed (on disk) before the new record is written: a kill in between loses the
-        # old version, never keeps both.
-        replaced = self.remove_key(key)
-        if matches:
-            return Verdict(matches[0], replaced)
-        self.add(fingerprint, key, sketch)
-        return Verdict(None, replaced)
-
     def query(self, fingerprint: int, wildcard: int = 0, sketch: bytes | None = None) -> list[Match]:
         return self._memory.query(fingerprint, wildcard, sketch)
 
@@ -109,6 +94,10 @@ class DiskIndex(SimhashIndex):
         fingerprint, sketch = check_fingerprint(fingerprint), check_sketch(sketch)  # before writing
         self._store.append(self._namespace_id, lf.OP_ADD, fingerprint, key, sketch)
         self._memory.add(fingerprint, key, sketch)
+
+    def _add_unmatched(self, fingerprint: int, key: str, wildcard: int, sketch: bytes | None) -> Match | None:
+        self.add(fingerprint, key, sketch)  # one writer (the store's lock): nothing can have come meanwhile
+        return None
 
     def add_many(self, items: Iterable[tuple[int, str]]) -> None:
         self.add_entries((fingerprint, key, None) for fingerprint, key in items)

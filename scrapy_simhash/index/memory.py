@@ -34,7 +34,7 @@ from ._design_choice import design_for_size, starting_design
 from ._key_lookup import KeyLookup
 from ._storage import GrowableArray, KeyStore, SketchStore, entry_columns, fingerprint_array
 from ._tables import TableDesign
-from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, Verdict, own_match
+from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex
 
 _MIN_BUFFER = 4096
 _MAX_BUFFER = 1 << 17
@@ -96,6 +96,8 @@ class MemoryIndex(SimhashIndex):
         if sketches is not None and len(sketches) != len(fps):
             raise ValueError(f"{len(fps)} fingerprints but {len(sketches)} sketches")
         index = cls(max_distance, expected_size=len(fps), design=design, min_similarity=min_similarity)
+        if index._auto_design:  # buckets for the entries it holds, not an empty index's
+            index.design = design_for_size(index.design, len(fps))
         index._fingerprints = GrowableArray(np.uint64, fps)
         index._keys = store
         index._sketches = sketches if sketches is not None else SketchStore.empty(len(fps))
@@ -115,21 +117,6 @@ class MemoryIndex(SimhashIndex):
         self._append(fingerprint, key, sketch, self.design.bucket_keys(fingerprint))
         return None
 
-    def replace_if_new(
-        self, fingerprint: int, key: str, wildcard: int = 0, sketch: bytes | None = None
-    ) -> Verdict:
-        fingerprint, wildcard = check_fingerprint(fingerprint), self.check_wildcard(wildcard)
-        sketch = check_sketch(sketch)
-        matches = self._matches(self._probe(fingerprint, wildcard), sketch)
-        own = own_match(matches, key)
-        if own is not None:
-            return Verdict(own)
-        replaced = self.remove_key(key)  # none of the matches: they are under other keys
-        if matches:
-            return Verdict(matches[0], replaced)
-        self._append(fingerprint, key, sketch, self.design.bucket_keys(fingerprint))
-        return Verdict(None, replaced)
-
     def query(self, fingerprint: int, wildcard: int = 0, sketch: bytes | None = None) -> list[Match]:
         fingerprint, wildcard = check_fingerprint(fingerprint), self.check_wildcard(wildcard)
         return self._matches(self._probe(fingerprint, wildcard), check_sketch(sketch))
@@ -137,6 +124,10 @@ class MemoryIndex(SimhashIndex):
     def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
         fingerprint, sketch = check_fingerprint(fingerprint), check_sketch(sketch)
         self._append(fingerprint, key, sketch, self.design.bucket_keys(fingerprint))
+
+    def _add_unmatched(self, fingerprint: int, key: str, wildcard: int, sketch: bytes | None) -> Match | None:
+        self.add(fingerprint, key, sketch)  # one writer: nothing can have come meanwhile
+        return None
 
     def add_many(self, items: Iterable[tuple[int, str]]) -> None:
         self.add_entries((fingerprint, key, None) for fingerprint, key in items)
@@ -149,12 +140,15 @@ class MemoryIndex(SimhashIndex):
             return
         fps = fingerprint_array([fingerprint for fingerprint, _, _ in rows])
         new_keys = KeyStore.from_keys(key for _, key, _ in rows)  # validates before storing
-        new_sketches = SketchStore.from_sketches(sketch for _, _, sketch in rows)
+        self.extend_rows(fps, new_keys, SketchStore.from_sketches(sketch for _, _, sketch in rows))
+
+    def extend_rows(self, fingerprints: npt.NDArray[np.uint64], keys: KeyStore, sketches: SketchStore) -> None:
+        """Append rows in bulk from columns already checked (one merge into the tables)."""
         self._merge_buffer()
         first_row = len(self._fingerprints)
-        self._fingerprints.extend(fps)
-        self._keys.extend_from(new_keys)
-        self._sketches.extend_from(new_sketches)
+        self._fingerprints.extend(fingerprints)
+        self._keys.extend_from(keys)
+        self._sketches.extend_from(sketches)
         self._merge_rows(first_row)
 
     def query_many(self, fingerprints: Sequence[int]) -> list[list[Match]]:
@@ -186,16 +180,21 @@ class MemoryIndex(SimhashIndex):
         return len(self._fingerprints) - len(self._removed)
 
     def items(self) -> Iterator[tuple[int, str]]:
-        for fingerprint, key, _ in self.entries():
-            yield fingerprint, key
+        for row, fingerprint in self._live_rows():
+            yield fingerprint, self._keys[row]
 
     def entries(self) -> Iterator[tuple[int, str, bytes | None]]:
+        for row, fingerprint in self._live_rows():
+            yield fingerprint, self._keys[row], self._sketches[row]
+
+    def _live_rows(self) -> Iterator[tuple[int, int]]:
+        """``(row, fingerprint)`` of every live row, in row order."""
         fps = self._fingerprints.values
         for start in range(0, len(fps), _ITEMS_CHUNK):  # chunks: no list of n ints at once
             chunk = fps[start : start + _ITEMS_CHUNK].tolist()
             for row, fingerprint in enumerate(chunk, start):
                 if row not in self._removed:
-                    yield fingerprint, self._keys[row], self._sketches[row]
+                    yield row, fingerprint
 
     def describe(self) -> dict[str, Any]:
         described = {

@@ -27,10 +27,6 @@ class NoSketches(SketchStore):
     def nbytes(self) -> int:
         return 0
 
-    @classmethod
-    def empty(cls, rows: int) -> NoSketches:
-        return cls(rows)
-
     def __len__(self) -> int:
         return self._rows
 
@@ -82,12 +78,7 @@ class RecordIndex(MemoryIndex):
     def add_records(self, fingerprints: npt.NDArray[np.uint64]) -> None:
         """Append many records at once (a catch-up): one merge, nothing done per record
         in Python (as :meth:`add_entries` would: check, encode, sketch each)."""
-        self._merge_buffer()
-        first_row = len(self._fingerprints)
-        self._fingerprints.extend(fingerprints)
-        self._keys.extend_from(_empty_keys(len(fingerprints)))
-        self._sketches.extend_from(NoSketches(len(fingerprints)))
-        self._merge_rows(first_row)
+        self.extend_rows(fingerprints, _empty_keys(len(fingerprints)), NoSketches(len(fingerprints)))
 
 
 def _empty_keys(count: int) -> KeyStore:
