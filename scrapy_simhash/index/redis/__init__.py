@@ -109,16 +109,12 @@ class RedisIndex(SimhashIndex):
     def add_if_new(
         self, fingerprint: int, key: str, wildcard: int = 0, sketch: bytes | None = None
     ) -> Match | None:
-        if time.monotonic() >= self._next_forget:
-            self.forget_expired()  # first: if Redis fails here, nothing was stored
         matches, _ = self._check("check", fingerprint, key, wildcard, sketch)
         return matches[0] if matches else None
 
     def replace_if_new(
         self, fingerprint: int, key: str, wildcard: int = 0, sketch: bytes | None = None
     ) -> Verdict:
-        if time.monotonic() >= self._next_forget:
-            self.forget_expired()
         matches, replaced = self._check("replace", fingerprint, key, wildcard, sketch)
         return Verdict(own_match(matches, key) or (matches[0] if matches else None), replaced)
 
@@ -225,6 +221,8 @@ class RedisIndex(SimhashIndex):
         self, mode: str, fingerprint: int, key: str, wildcard: int, sketch: bytes | None
     ) -> tuple[list[Match], int]:
         """The check script in *mode*: its matches, and how many records of *key* it replaced."""
+        if mode != "query" and time.monotonic() >= self._next_forget:
+            self.forget_expired()  # first: if Redis fails here, nothing was stored
         fingerprint, wildcard = check_fingerprint(fingerprint), self.check_wildcard(wildcard)
         stored_key = encoded_key(key)
         crc = key_crc(stored_key)

@@ -171,23 +171,26 @@ local function find_records(column, needle, width, first, list)
   return list
 end
 
--- Remove the live records under key: of seqs (the mirror's records with its CRC) and of
--- the records first .. N - 1 (those the mirror has not seen) with CRC crc4. Returns
--- the removed seqs.
-local function remove_key_records(key, crc4, seqs, first)
-  local candidates = {}
-  for _, seq in ipairs(seqs) do candidates[#candidates + 1] = seq end
-  find_records(key_crcs(first, N), crc4, 4, first, candidates)
+-- Tombstone the live records of seqs: those under key, or under any key when key is
+-- nil. Returns the removed seqs.
+local function tombstone(seqs, key)
   local removed = {}
-  for _, seq in ipairs(candidates) do
-    if live(seq) and key_of(seq) == key then
+  for _, seq in ipairs(seqs) do
+    local stored = live(seq) and key_of(seq)
+    if stored and (key == nil or stored == key) then
       redis.call('APPEND', TOMBS, seq8(seq))
       removed[#removed + 1] = seq
     end
   end
   return removed
 end
-"""
+
+-- Remove the live records under key: of seqs (the mirror's records with its CRC, a
+-- table of the caller's, extended here) and of the records first .. N - 1 (those the
+-- mirror has not seen, whose key CRCs are tail_crcs) with CRC crc4. Returns the removed seqs.
+local function remove_key_records(key, crc4, seqs, tail_crcs, first)
+  return tombstone(find_records(tail_crcs, crc4, 4, first, seqs), key)
+end"""
 
 # ARGV[5] the fingerprints, 8 bytes each; [6] their sketches, 32 bytes each (zeros: none);
 # [7] their key CRCs, 4 bytes each; [8...] their keys. Reply: {'added', first seq}.
@@ -235,13 +238,7 @@ local seqs = {}
 for n = 12, #ARGV do seqs[#seqs + 1] = tonumber(ARGV[n]) end
 find_records(fingerprints(P, N), FP, 8, P, seqs)
 local reply = {'removed'}
-for _, seq in ipairs(seqs) do
-  local key = live(seq) and key_of(seq)
-  if key and (not ONE or key == KEY) then
-    redis.call('APPEND', TOMBS, seq8(seq))
-    reply[#reply + 1] = seq
-  end
-end
+for _, seq in ipairs(tombstone(seqs, ONE and KEY or nil)) do reply[#reply + 1] = seq end
 return reply
 """
 
@@ -255,7 +252,7 @@ if N - P > BOUND then return {'behind'} end
 local seqs = {}
 for n = 11, #ARGV do seqs[#seqs + 1] = tonumber(ARGV[n]) end
 local reply = {'removed'}
-for _, seq in ipairs(remove_key_records(KEY, CRC, seqs, P)) do reply[#reply + 1] = seq end
+for _, seq in ipairs(remove_key_records(KEY, CRC, seqs, key_crcs(P, N), P)) do reply[#reply + 1] = seq end
 return reply
 """
 

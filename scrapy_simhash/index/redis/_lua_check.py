@@ -105,6 +105,7 @@ if #tail > 0 then  -- the records the mirror has not seen
     if d <= K then confirm(P + (pos - 1) / 8) end
   end
 end
+local tail_crcs = key_crcs(P, N)  -- (read before the append below)
 local store, replaced = MODE == 'check' and #found == 0, 0
 if MODE == 'replace' then  -- unless its own record matches (unchanged), the key's earlier records go
   local own = false
@@ -112,11 +113,11 @@ if MODE == 'replace' then  -- unless its own record matches (unchanged), the key
   if not own then
     local seqs = {}
     for n = 18, 17 + KEY_RECORDS do seqs[#seqs + 1] = tonumber(ARGV[n]) end
-    replaced = #remove_key_records(KEY, CRC, seqs, P)
+    replaced = #remove_key_records(KEY, CRC, seqs, tail_crcs, P)
     store = #found == 0
   end
 end
-local reply = {'found', N, tail, key_crcs(P, N), tombstones_since(T), replaced}
+local reply = {'found', N, tail, tail_crcs, tombstones_since(T), replaced}
 if store then
   append(FP, KEY, SKETCH, CRC)
   redis.call('SET', COUNTER, N)
