@@ -20,6 +20,7 @@ from ._indexes import ComponentIndexes, summary
 from ._outage import Outage
 from .core.fingerprinter import Fingerprinter, FingerprintResult, python_stages
 from .index import IndexUnavailableError, Match, SimhashIndex, Verdict, is_shared_spec
+from .index.base import is_own_record, similarity_note
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -100,7 +101,7 @@ class NearDuplicateChecker:
         (:attr:`FingerprintResult.wildcard`); *sketch*: the page's minwise sketch, which
         must confirm a match (:attr:`FingerprintResult.sketch`).
 
-        A match under *key* itself (:func:`is_unchanged`) is the page's own record: from
+        A match under *key* itself (:func:`~.index.base.is_own_record`) is the page's own record: from
         this crawl (a retry, a resumed ``JOBDIR`` crawl), it is ``None``, counted
         ``seen_again``; from an earlier crawl or another crawler, it is counted
         ``unchanged`` and returned, unless ``SIMHASH_KEEP_UNCHANGED``. Otherwise the key's
@@ -134,7 +135,7 @@ class NearDuplicateChecker:
         if verdict.replaced:  # its earlier version's record went: the page changed since
             self.count("changed")
         match = verdict.match
-        if match is not None and match.key == key:  # the page's own record
+        if is_own_record(match, key):
             return self._own_record(match, key, checked_before)
         self._count_result(key, match)
         return match
@@ -207,7 +208,7 @@ class NearDuplicateChecker:
 
     def _log_match(self, key: str, match: Match) -> None:
         args = {"kind": self._kind, "key": key, "original": match.key, "distance": match.distance,
-                "similarity": describe_similarity(match)}
+                "similarity": similarity_note(match.similarity)}
         message = "Near-duplicate %(kind)s %(key)s of %(original)s (distance %(distance)d%(similarity)s)"
         if self.config.debug:
             self._logger.debug(message, args)
@@ -243,11 +244,6 @@ class NearDuplicateChecker:
         self._crawler.stats.set_value(f"{self._prefix}/{name}", value)
 
 
-def is_unchanged(match: Match | None, key: str) -> bool:
-    """Whether *match* is the checked page's own record (stored under its *key*)."""
-    return match is not None and match.key == key
-
-
 def _warn_of_python_stages(logger: logging.Logger) -> None:
     """Fingerprinting runs slower without its C modules: say so when a component starts."""
     slow = python_stages()
@@ -257,8 +253,3 @@ def _warn_of_python_stages(logger: logging.Logger) -> None:
             " so fingerprinting takes about twice as long (see the README, Set-up)",
             {"stages": " and ".join(slow)},
         )
-
-
-def describe_similarity(match: Match) -> str:
-    """``", similarity 0.93"`` for a match its sketch confirmed, else nothing."""
-    return "" if match.similarity is None else f", similarity {match.similarity:.2f}"

@@ -40,7 +40,7 @@ class ComponentIndexes:
 
     def for_host(self, host: str) -> SimhashIndex:
         """The index a page of *host* is checked in (the one index, unless scope is "domain")."""
-        host = host if self.config.scope == "domain" else ""
+        host = self._scoped(host)
         namespace = self._namespace(host)
         index = self._open.get(namespace)
         if index is None:
@@ -52,7 +52,7 @@ class ComponentIndexes:
 
     def is_open(self, host: str) -> bool:
         """Whether the index a page of *host* is checked in is open already."""
-        return self._namespace(host) in self._open
+        return self._namespace(self._scoped(host)) in self._open
 
     @property
     def opened(self) -> list[SimhashIndex]:
@@ -72,9 +72,12 @@ class ComponentIndexes:
             for index in indexes:
                 index.flush()
 
-    def _namespace(self, host: str) -> str:
-        host = host if self.config.scope == "domain" else ""
-        return "/".join(part for part in (self._base, host, self._kind) if part)
+    def _scoped(self, host: str) -> str:
+        """*host* where each host has its index (scope "domain"), else ``""``: the one index."""
+        return host if self.config.scope == "domain" else ""
+
+    def _namespace(self, scoped_host: str) -> str:
+        return "/".join(part for part in (self._base, scoped_host, self._kind) if part)
 
     def _open_index(self, namespace: str, host: str) -> SimhashIndex:
         config = self.config

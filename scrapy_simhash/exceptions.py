@@ -16,11 +16,11 @@ from __future__ import annotations
 from scrapy.exceptions import DropItem, IgnoreRequest
 
 from .core.fingerprint import to_hex
+from .index.base import similarity_note
 
 
 def _described(what: str, fingerprint: int, duplicate_of: str, distance: int, similarity: float | None) -> str:
-    confirmed = "" if similarity is None else f", similarity {similarity:.2f}"
-    return f"{what} (simhash {to_hex(fingerprint)}) of {duplicate_of} at distance {distance}{confirmed}"
+    return f"{what} (simhash {to_hex(fingerprint)}) of {duplicate_of} at distance {distance}{similarity_note(similarity)}"
 
 
 class NearDuplicatePage(IgnoreRequest):

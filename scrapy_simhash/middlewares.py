@@ -10,7 +10,8 @@ from scrapy.http import HtmlResponse
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.httpobj import urlparse_cached
 
-from ._glue import NearDuplicateChecker, is_unchanged
+from ._glue import NearDuplicateChecker
+from .index.base import is_own_record
 from .config import SimhashSettings
 from .core.fingerprint import to_hex
 from .exceptions import NearDuplicatePage
@@ -90,7 +91,7 @@ class SimhashMiddleware:
         if page is None or page.fingerprint is None:
             return response
         match = await self._check(page, response)
-        unchanged = is_unchanged(match, response.url)
+        unchanged = is_own_record(match, response.url)
         request.meta[META_KEY] = page_meta(page, match, unchanged=unchanged)
         if match is not None and not unchanged and self.config.action == "drop" and not self.config.follow_dropped:
             raise NearDuplicatePage(response.url, page.fingerprint, match.key, match.distance, match.similarity)

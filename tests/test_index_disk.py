@@ -378,3 +378,11 @@ def test_namespaces_opened_in_threads_while_another_writes_lose_nothing(tmp_path
     for host in range(30):
         with DiskIndex(tmp_path, namespace=f"host{host}") as index:
             assert list(index.items()) == [(host, f"https://host{host}/")]
+
+
+def test_stored_signature_reads_the_header_only(tmp_path: Path) -> None:
+    from scrapy_simhash.index import stored_signature
+
+    assert stored_signature(tmp_path / "nothing") == stored_signature(None) == stored_signature("memory") == ""
+    DiskIndex(tmp_path / "store", signature="simhash-v5;shingle_size=3").close()
+    assert stored_signature(tmp_path / "store") == "simhash-v5;shingle_size=3"

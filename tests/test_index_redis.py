@@ -386,3 +386,12 @@ def test_expired_chunks_are_skipped_when_a_worker_opens(redis_url: str) -> None:
         assert index.describe()["mirror"]["records"] == len(entries) + 1 - CHUNK_RECORDS
         assert list(index.items()) == [(7, "late")] and len(index) == 1
         assert index.add_if_new(entries[-1][0], "again") is None
+
+
+def test_stored_signature_reads_the_meta_only(redis_url: str) -> None:
+    from scrapy_simhash.index import stored_signature
+
+    assert stored_signature(redis_url, "nowhere") == ""
+    RedisIndex(redis_url, namespace="signed", signature="simhash-v5;shingle_size=3").close()
+    assert stored_signature(redis_url, "signed") == "simhash-v5;shingle_size=3"
+    assert stored_signature("redis://127.0.0.1:1/0") == ""  # nothing there: opening it will say why

@@ -7,7 +7,8 @@ from operator import itemgetter
 from typing import Any
 
 from ..core.fingerprint import to_hex
-from ..index import SimhashIndexError, open_index
+from ..index import open_index, stored_signature
+from ..index.base import is_own_record
 from ._common import (
     add_distance_argument,
     add_record_arguments,
@@ -18,7 +19,6 @@ from ._io import Progress, open_output, read_pages, write_jsonl
 from ._options import add_fingerprint_arguments, fingerprinter_from_args
 from ._parallel import ENGINES, default_jobs, fingerprint_all
 from .fingerprint import page_input
-from .indextools import open_existing
 
 
 def add_parser(subparsers: Any) -> None:
@@ -62,7 +62,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # The options the index was made with, unless given: a crawl's SIMHASH_* settings.
-    options = fingerprinter_from_args(args, index_signature(args.index)).options
+    options = fingerprinter_from_args(args, stored_signature(args.index)).options
     if args.jobs < 0:
         raise ValueError(f"--jobs must be 0 (one per core) or more, not {args.jobs}")
     progress = Progress("dedup", ("near-duplicates", "unchanged", "changed"), enabled=not args.quiet)
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
                 out["fingerprint"] = to_hex(result.fingerprint)
                 match, replaced = index.replace_if_new(result.fingerprint, page_id, result.wildcard, result.sketch)
                 out["changed"] = bool(replaced)  # its entry from an earlier run, replaced
-                if match is not None and match.key == page_id:
+                if is_own_record(match, page_id):
                     out["unchanged"] = True  # its own entry, from an earlier run
                 elif match is not None:
                     out.update(duplicate_of=match.key, distance=match.distance, similarity=match.similarity)
@@ -93,16 +93,3 @@ def run(args: argparse.Namespace) -> int:
                             "changed" if out["changed"] else None)
     progress.finish()
     return 0
-
-
-def index_signature(spec: str | None) -> str:
-    """The fingerprint options an existing index was made with (its signature), or ``""``
-    when there is no index there yet (or it cannot be read: opening it says why)."""
-    if spec in (None, "memory"):
-        return ""
-    try:
-        index = open_existing(spec)
-    except (OSError, SimhashIndexError):
-        return ""
-    with index:
-        return str(index.describe().get("signature") or "")

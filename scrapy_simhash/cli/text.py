@@ -55,7 +55,7 @@ def annotated(fingerprinter: Fingerprinter, html: bytes) -> list[str]:
     """Every visible block of the page, in order: ``+ block`` when it is fingerprinted,
     ``- block  [why]`` when it is left out."""
     kept = Counter(fingerprinter.main_blocks(html))
-    body = _body(text.parse_html(html))
+    body = text.body_of(text.parse_html(html))
     reasons = _boilerplate_reasons(body)
     lines = []
     for raw in text.split_blocks(body):
@@ -69,11 +69,6 @@ def annotated(fingerprinter: Fingerprinter, html: bytes) -> list[str]:
         else:
             lines.append(f"- {block}  [{_why_left_out(raw, reasons.get(block))}]")
     return lines
-
-
-def _body(root: etree._Element) -> etree._Element:
-    body = root.find("body")
-    return root if body is None else body
 
 
 def _boilerplate_reasons(body: etree._Element) -> dict[str, str]:

@@ -121,11 +121,12 @@ def reads_as_section(element: etree._Element) -> bool:
     Such a container is never pruned by its name alone: ids are often made from
     headings (``csrf-cookie-age``, ``host-header-poisoning``).
     """
-    children = [child for child in element if isinstance(child.tag, str) and _text_chars(child)]
-    if not children or children[0].tag not in SECTION_HEADINGS:
+    children = (child for child in element if isinstance(child.tag, str))  # (not comments)
+    first = next((child for child in children if _text_chars(child)), None)  # most containers stop here
+    if first is None or first.tag not in SECTION_HEADINGS:
         return False
     prose = 0
-    for child in children:
+    for child in children:  # the rest, after the heading
         if child.tag == "p":
             chars = _text_chars(child)
             if _link_chars(child) <= MAX_LINK_SHARE * chars:

@@ -31,7 +31,7 @@ from lxml import etree
 from . import boilerplate, descent, names, textsize
 from .boilerplate import is_credit_line, prune_boilerplate
 from .descent import main_container
-from .text import BLOCK_BOUNDARY, BLOCK_TAGS, INVISIBLE_TAGS, split_blocks, strip_invisible_elements
+from .text import BLOCK_BOUNDARY, BLOCK_TAGS, INVISIBLE_TAGS, body_of, split_blocks, strip_invisible_elements
 from .textsize import LINK_CLOSE, LINK_OPEN, LINK_TEXT, mark_links, measure_both, unmark_links, visible_chars
 
 try:
@@ -88,9 +88,7 @@ def extract_leaving_tree(root: etree._Element) -> list[str] | None:
 
 def _extract_in_python(root: etree._Element) -> list[str]:
     strip_invisible_elements(root)  # a walk of the tree, when it was stripped already
-    body = root.find("body")
-    if body is None:
-        body = root
+    body = body_of(root)
     prune_boilerplate(body)
     mark_links(body)
     # A table of contents is all links: then the links are the content.

@@ -179,6 +179,12 @@ def _page_bytes(html: bytes | str) -> tuple[bytes, bool, bool]:
     return data, known_utf8 and not cut, cut
 
 
+def body_of(root: etree._Element) -> etree._Element:
+    """The page's ``<body>``, or the root when it has none."""
+    body = root.find("body")
+    return root if body is None else body
+
+
 def strip_invisible_elements(root: etree._Element) -> None:
     """Remove the invisible elements (:data:`INVISIBLE_TAGS`, comments, ...), keeping their tails."""
     etree.strip_elements(root, *INVISIBLE_TAGS, etree.Comment, etree.ProcessingInstruction, with_tail=False)

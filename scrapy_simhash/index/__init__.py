@@ -18,6 +18,8 @@ from .base import (
     SimhashIndexError,
     Verdict,
 )
+from ._diskstore import LOG_NAME
+from ._logfile import read_header
 from .disk import DiskIndex
 from .memory import MemoryIndex
 
@@ -108,6 +110,36 @@ def check_index_spec(spec: object) -> str:
 def is_shared_spec(spec: str | os.PathLike[str] | None) -> bool:
     """Whether *spec* names a network index (Redis), whose every call may block."""
     return spec is not None and os.fspath(spec).startswith(_REDIS_SCHEMES)
+
+
+def stored_signature(spec: str | os.PathLike[str] | None, namespace: str = "") -> str:
+    """The fingerprint options (:meth:`FingerprintOptions.signature`) an existing index was
+    made with, read from its header or meta alone, without loading its entries; ``""``
+    when there is none yet, or it cannot be read (opening it says why)."""
+    if spec is None or os.fspath(spec) == "memory":
+        return ""
+    if is_shared_spec(spec):
+        return _redis_signature(os.fspath(spec), namespace)
+    try:
+        return str(read_header(os.path.join(spec, LOG_NAME)).get("signature") or "")
+    except (OSError, SimhashIndexError):
+        return ""
+
+
+def _redis_signature(url: str, namespace: str) -> str:
+    try:
+        import redis
+
+        from .redis._client import connect
+        from .redis._layout import Names
+    except ImportError:
+        return ""
+    try:
+        with connect(url) as client:
+            value = client.hget(Names.of(namespace).meta, "signature")
+    except redis.RedisError:
+        return ""
+    return value.decode() if isinstance(value, bytes) else ""
 
 
 @functools.cache  # once per process, not once per namespace

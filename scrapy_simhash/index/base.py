@@ -72,6 +72,16 @@ def own_match(matches: Sequence[Match], key: str) -> Match | None:
     return next((match for match in matches if match.key == key), None)
 
 
+def is_own_record(match: Match | None, key: str) -> bool:
+    """Whether *match* is the checked page's own record (stored under its *key*)."""
+    return match is not None and match.key == key
+
+
+def similarity_note(similarity: float | None) -> str:
+    """``", similarity 0.93"`` for a match its sketch confirmed, else nothing."""
+    return "" if similarity is None else f", similarity {similarity:.2f}"
+
+
 class SimhashIndexError(Exception):
     """Base class of the errors raised by index backends."""
 

@@ -24,7 +24,6 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from typing import Any
-from urllib.parse import quote
 
 import redis
 
@@ -81,8 +80,7 @@ class RedisIndex(SimhashIndex):
         # A client given is shared (one per URL for a crawl's many namespaces): its owner closes it.
         self._owns_client = client is None
         self._client = client or connect(url)
-        # quoted: no ':' inside, so no namespace's prefix is the start of another's
-        self._names = Names(f"simhash:{quote(namespace, safe='/@')}:")
+        self._names = Names.of(namespace)
         self._scripts = LogScripts(self._client, self._names, new_meta(max_distance, signature, ttl), url)
         self._log = LogSession(self._scripts, LogMirror(max_distance, expected_size), url)
         self._mirror, self._unavailable = self._log.mirror, self._log.unavailable

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 import numpy.typing as npt
@@ -141,6 +142,12 @@ class Names:
     """The Redis key names of one namespace."""
 
     prefix: str
+
+    @classmethod
+    def of(cls, namespace: str) -> Names:
+        """The names of *namespace* (quoted: no ':' inside, so no namespace's prefix is the
+        start of another's)."""
+        return cls(f"simhash:{quote(namespace, safe='/@')}:")
 
     @property
     def meta(self) -> str:
