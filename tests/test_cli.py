@@ -12,6 +12,7 @@ import pytest
 from conftest import DEMO_SITE
 
 from scrapy_simhash import Fingerprinter, FingerprintOptions, __version__, main_text
+from scrapy_simhash.index.base import DEFAULT_MIN_SIMILARITY
 from scrapy_simhash.cli import main
 from scrapy_simhash.core.fingerprint import from_hex, hamming_distance
 from scrapy_simhash.index import open_index
@@ -66,7 +67,7 @@ def test_compare_near_duplicates(pages: dict[str, Path], capsys: pytest.CaptureF
     lines = out.splitlines()
     distance = hamming_distance(from_hex(lines[0].split()[0]), from_hex(lines[1].split()[0]))
     assert status == 0
-    assert lines[2].startswith(f"distance: {distance}, ") and lines[2].endswith("(near-duplicates at k=3, min similarity 0.8)")
+    assert lines[2].startswith(f"distance: {distance}, ") and lines[2].endswith(f"(near-duplicates at k=3, min similarity {DEFAULT_MIN_SIMILARITY})")
 
 
 def test_compare_counts_bits_outside_the_wildcard_as_a_crawl_does(capsys: pytest.CaptureFixture[str]) -> None:
@@ -74,12 +75,12 @@ def test_compare_counts_bits_outside_the_wildcard_as_a_crawl_does(capsys: pytest
     site = Path(__file__).resolve().parents[1] / "example_project" / "demo_site"
     original, printed = site / "articles" / "tide-pools.html", site / "_variants" / "tide-pools-print.html"
     _, out, _ = run_cli(capsys, "compare", str(original), str(printed), "-k", "3")
-    assert out.splitlines()[2].endswith("(near-duplicates at k=3, min similarity 0.8)")
+    assert out.splitlines()[2].endswith(f"(near-duplicates at k=3, min similarity {DEFAULT_MIN_SIMILARITY})")
 
 
 def test_compare_distinct(pages: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run_cli(capsys, "compare", str(pages["original"]), str(pages["other"]), "-k", "3")
-    assert out.splitlines()[2].endswith("(distinct at k=3, min similarity 0.8)")
+    assert out.splitlines()[2].endswith(f"(distinct at k=3, min similarity {DEFAULT_MIN_SIMILARITY})")
 
 
 def write_jsonl(path: Path, lines: list[str]) -> None:

@@ -4,6 +4,8 @@ import pytest
 
 from scrapy_simhash.core.fingerprint import hamming_distance
 from scrapy_simhash.core.fingerprinter import Fingerprinter, FingerprintOptions, FingerprintResult
+from scrapy_simhash.core.sketch import similarity
+from scrapy_simhash.index.base import DEFAULT_MIN_SIMILARITY
 
 ARTICLE = " ".join(f"Paragraph {n} explains how the widget number {n} is configured." for n in range(30))
 PAGE = (
@@ -119,3 +121,16 @@ def test_the_weight_cap_reaches_the_features() -> None:
     capped = Fingerprinter().from_html(html).fingerprint
     uncapped = Fingerprinter(FingerprintOptions(max_weight=float("inf"))).from_html(html).fingerprint
     assert capped is not None and uncapped is not None and capped != uncapped
+
+
+def test_the_sketch_is_of_the_whole_token_stream() -> None:
+    # Its 5-token shingles run across blocks, as the near-duplicate definition's do: how
+    # the text is cut into blocks does not change it, and a sibling page whose short lines
+    # (signatures, table cells) differ in one name each is not confirmed as a copy.
+    lines = [f"pub fn method_{n}(self, count: usize) -> Option<Item>" for n in range(12)]
+    fingerprinter = Fingerprinter()
+    as_lines = fingerprinter.from_text("\n".join(lines))
+    as_one_block = fingerprinter.from_text(" ".join(lines))
+    assert as_lines.sketch == as_one_block.sketch
+    sibling = fingerprinter.from_text("\n".join(line.replace("Item", "Other") for line in lines))
+    assert similarity(as_lines.sketch, sibling.sketch) < DEFAULT_MIN_SIMILARITY

@@ -81,3 +81,33 @@ def test_a_title_and_a_signature_made_of_links_are_kept() -> None:
     )
     extracted = main_text(page)
     assert "vadd_u16" in extracted and "pub fn vadd_u16" in extracted and "other item" not in extracted
+
+
+def api_method_page(signature: str, returns: str) -> str:
+    parameters = "".join(f"<dt>param{n}</dt><dd><p>What parameter number {n} of the method means, at some "
+                         f"length, with its type and its default value.</p></dd>" for n in range(6))
+    return (
+        f"<html><body><div class='body'><h1>{signature.split('(')[0]}</h1><dl class='py method'>"
+        f"<dt>{signature}</dt><dd><p>The residuals of the model.</p><dl class='field-list'>"
+        f"<dt>Parameters:</dt><dd><dl>{parameters}</dl></dd><dt>Returns:</dt><dd><p>{returns}</p></dd></dl>"
+        "</dd></dl></div></body></html>"
+    )
+
+
+def test_an_entry_keeps_its_term_and_the_parts_beside_its_biggest() -> None:
+    # A method's description (<dd>) below its signature (<dt>) is most of the page: the
+    # descent does not enter it (nor, inside, its parameter list), so the signature and
+    # what the method returns, all that tells inherited copies apart, stay.
+    returns = "The residuals of the Poisson family, one for each observation, as defined in the notes. " * 3
+    extracted = main_text(api_method_page("Poisson.resid(endog, mu)", returns))
+    assert "poisson.resid(endog, mu)" in extracted and "residuals of the poisson family" in extracted
+    assert "parameter number 5" in extracted
+
+
+def test_a_forum_post_still_wins_over_its_replies() -> None:
+    post = " ".join(f"The first post explains point {n} of the question in detail." for n in range(12))
+    replies = "".join(f"<div class='post'><p>Reply {n}: thanks, me too.</p></div>" for n in range(4))
+    html = (f"<html><body><div class='thread'><div class='post'><p>{post}</p></div>{replies}</div>"
+            "<div class='stats'>Views: 8029 | Replies: 4</div></body></html>")
+    extracted = main_text(html)
+    assert "point 11 of the question" in extracted and "me too" not in extracted

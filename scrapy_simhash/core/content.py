@@ -161,6 +161,7 @@ def _configure_c_code() -> None:
         (_NEVER_LINK_LISTS, _extract.NEVER_LINK_LIST),
         (boilerplate.SECTION_HEADINGS, _extract.SECTION_HEADING),
         ({"p"}, _extract.PARAGRAPH),
+        (descent.ENTRY_PARTS, _extract.ENTRY_PART),
     ]
     tags: dict[bytes, int] = {}
     for tag_names, flag in classes:

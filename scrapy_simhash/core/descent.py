@@ -23,12 +23,16 @@ DESCEND_SHARE = 0.8
 FAIR_SHARE = 0.2
 #: ...or into a child holding this share, and three times more than any sibling.
 WINNER_SHARE, WINNER_MARGIN = 0.6, 3.0
+#: ...but never into the description of an entry (a method's parameters and returns
+#: below its signature): it belongs with its term, and one winner inside another would
+#: each leave a quarter of the text behind.
+ENTRY_PARTS = frozenset({"dd"})
 #: Those two rules weigh every child: only for elements with few children (columns,
 #: posts), not for an article's hundred paragraphs.
 MAX_CONTESTANTS = 16
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
-#: Kept when the descent leaves them behind (an article's title and lead)...
-KEPT_SIBLINGS = _HEADINGS | {"p"}
+#: Kept when the descent leaves them behind (an article's title and lead, an entry's term)...
+KEPT_SIBLINGS = _HEADINGS | {"p", "dt"}
 #: ...and never descended into (nor a wrapper of exactly one <pre>).
 TEXT_BLOCKS = KEPT_SIBLINGS | {"pre", "blockquote"}
 
@@ -122,6 +126,8 @@ def _clear_winner(
     if not ranked or ranked[0][0] < WINNER_SHARE * held:
         return None
     if len(ranked) > 1 and ranked[0][0] < WINNER_MARGIN * ranked[1][0]:
+        return None
+    if ranked[0][1].tag in ENTRY_PARTS:
         return None
     return ranked[0][1], ranked[0][0]
 

@@ -24,10 +24,10 @@ The sketch is *b-bit one-permutation minwise hashing* with b = 1:
   bins: its standard error is 0.054 at J = 0.5 and 0.037 at J = 0.8 (0.063 and 0.050
   for 64 one-byte bins), measured unbiased down to pages of 10 shingles.
 
-The shingles are of 5 tokens (:data:`SKETCH_SHINGLE_SIZE`), the unit in which the
-ground truth of near-duplicates is usually defined (Broder et al., "Syntactic clustering
-of the Web", 1997; this project's corpora): a confirmed match is then a pair that shares
-most of its 5-token runs, not only its words.
+The shingles are of 5 tokens (:data:`SKETCH_SHINGLE_SIZE`) over the page's whole token
+stream, across its blocks: the unit in which the ground truth of near-duplicates is usually
+defined (Broder et al., "Syntactic clustering of the Web", 1997; this project's corpora).
+A confirmed match is then a pair that shares most of its 5-token runs, not only its words.
 
 A page of fewer than :data:`MIN_SKETCHED_SHINGLES` shingles is too short for a sketch to
 estimate its Jaccard similarity (the error grows as bins stay empty, and one differing

@@ -123,7 +123,7 @@ heading_child(const Tree *tree, const Size *sizes, int n, long held)
 }
 
 static Size
-clear_winner(const Size *sizes, int n, long held)
+clear_winner(const Tree *tree, const Size *sizes, int n, long held)
 {
     if (n == 0) {
         return NOT_FOUND;
@@ -145,6 +145,9 @@ clear_winner(const Size *sizes, int n, long held)
         if ((double)sizes[top].chars < extract_rules.winner_margin * (double)second) {
             return NOT_FOUND;
         }
+    }
+    if (tree->elements[sizes[top].child].flags & ENTRY_PART) {
+        return NOT_FOUND;
     }
     return sizes[top];
 }
@@ -223,7 +226,7 @@ extract_main_container(Tree *tree, int prose, long total, int *behind, int *n_be
         if (found.child < 0 && n <= extract_rules.contestants) {
             found = heading_child(tree, sizes, n, held);
             if (found.child < 0) {
-                found = clear_winner(sizes, n, held);
+                found = clear_winner(tree, sizes, n, held);
             }
             if (found.child >= 0) {
                 total = found.chars;

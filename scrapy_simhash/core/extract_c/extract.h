@@ -49,6 +49,7 @@ enum {
     NEVER_LINK_LIST = 1 << 11, /* content._NEVER_LINK_LISTS: their links lose their markers */
     SECTION_HEADING = 1 << 12, /* boilerplate.SECTION_HEADINGS: a section starts with one */
     PARAGRAPH = 1 << 13,       /* <p> */
+    ENTRY_PART = 1 << 14,      /* descent.ENTRY_PARTS: never a clear winner */
 };
 
 /* The rules, from configure(). */
