@@ -23,8 +23,11 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _logfile as lf
+from ._checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from ._compaction import compact, finish_interrupted, worth_compacting
 from ._disk_records import RecordsAtOpen, read_keys
-from ._files import lock_directory, write_all, write_new
+from ._files import fsync_directory, lock_directory, write_all, write_new
+from ._replay import LogContents, live_entries, read_records
 from ._storage import KeyStore, SketchStore, decode_key, encode_key
 from .base import IndexFormatError, IndexUnavailableError, SimhashIndexError, signature_difference
 
@@ -33,6 +36,8 @@ logger = logging.getLogger(__name__)
 LOG_NAME, KEYS_NAME = "fingerprints.log", "keys.log"
 #: Namespace ids are 16-bit; the empty namespace is id 0 and needs no record.
 MAX_NAMESPACES = 0xFFFF
+#: With fsync after every write, the checkpoint (three more fsyncs) is written at most this often.
+_CHECKPOINT_SECONDS = 1.0
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -56,44 +61,42 @@ class DiskStore:
 
     def __init__(
         self, directory: str, *, signature: str, reset: bool, fsync_seconds: float | None = None,
-        read_only: bool = False,
+        read_only: bool = False, compact: bool | None = None,
     ) -> None:
         """*fsync_seconds*: ``None``, never ``fsync`` (a killed process loses nothing, a power
         cut the writes the disk did not have yet); ``0``, after every write; ``T``, at most
-        T seconds after a write (the first write T seconds after the last ``fsync``)."""
+        T seconds after a write (the first write T seconds after the last ``fsync``).
+        *compact*: ``None``, rewrite the store at open when most of its records are dead
+        (:mod:`._compaction`); ``True``, rewrite it; ``False``, never."""
         self.directory, self.read_only = directory, read_only
         self.fsync_seconds = fsync_seconds
         self.lock = threading.RLock()
-        self._synced_at = time.monotonic()
+        self._synced_at = self._checkpointed_at = time.monotonic()
         self.log_path = os.path.join(directory, LOG_NAME)
         self.keys_path = os.path.join(directory, KEYS_NAME)
-        if read_only and not os.path.exists(self.log_path):
+        if read_only and not os.path.exists(self.log_path) and not os.path.exists(self.log_path + ".new"):
             raise IndexFormatError(f"{directory} holds no scrapy-simhash index ({LOG_NAME} is missing)")
         self._lock_fd = None if read_only else lock_directory(directory)
         self._fds: list[int] = []
+        self._opened = False  # (closing a store that failed to open syncs nothing)
         try:
             contents = self._open(signature, reset)
+            records = self._live(contents, compact)
         except BaseException:
             self.close()
             raise
         self.truncated_bytes = contents.truncated_bytes
-        if self.truncated_bytes and not read_only:  # (a reader may see a write in progress)
-            logger.warning(
-                "Dropped %(bytes)d bytes at the end of %(path)s: an interrupted write, or records whose"
-                " keys %(keys)s lost with its tail",
-                {"bytes": self.truncated_bytes, "path": self.log_path, "keys": self.keys_path},
-            )
-            # New keys go where the key file ends now: records that pointed past it must go.
-            os.ftruncate(self._log_fd, contents.valid_size)
-        declared = contents.records[contents.records["op"] == lf.OP_NAMESPACE]
+        declared = records[records["op"] == lf.OP_NAMESPACE]
         self._namespaces = {self._key_of(r): int(r["namespace"]) for r in declared}
-        self._at_open = RecordsAtOpen(contents.records)
+        self._at_open = RecordsAtOpen(records[records["op"] == lf.OP_ADD])
         self.users = 0
+        self._opened = True
 
     # -- creation and checks ----------------------------------------------------------
 
-    def _open(self, signature: str, reset: bool) -> lf.LogContents:
+    def _open(self, signature: str, reset: bool) -> LogContents:
         """Check and read the files; with *reset*, replace files that cannot be read."""
+        self.log_path = finish_interrupted(self.log_path, self.keys_path, self.read_only)
         if not os.path.exists(self.log_path):
             self._create(signature)
         try:
@@ -106,22 +109,60 @@ class DiskStore:
             self._create(signature)
             return self._read()
 
-    def _read(self) -> lf.LogContents:
+    def _read(self) -> LogContents:
+        self._reopen_files()
+        contents = self._read_log(check_keys=True)
+        self._key_end = os.fstat(self._keys_fd).st_size
+        return contents
+
+    def _reopen_files(self) -> None:
         for fd in self._fds:
             os.close(fd)
         mode = os.O_RDONLY if self.read_only else os.O_RDWR | os.O_APPEND
         self._log_fd = os.open(self.log_path, mode)
         self._keys_fd = os.open(self.keys_path, mode)
         self._fds = [self._log_fd, self._keys_fd]
-        contents = lf.read_records(self.log_path, self.keys_path)
-        self._key_end = os.fstat(self._keys_fd).st_size
-        return contents
+
+    def _read_log(self, check_keys: bool) -> LogContents:
+        checkpoint = read_checkpoint(self.directory, self.generation)
+        format_3 = self.header["version"] == lf.FORMAT_VERSION
+        return read_records(self.log_path, self.keys_path, checkpoint, check_keys and format_3)
+
+    def _live(self, contents: LogContents, compaction: bool | None) -> npt.NDArray:
+        """The live entries and the namespaces of *contents*; a writer also cuts a torn
+        tail off, rewrites the store when that is due, and checkpoints what it keeps."""
+        records = contents.records
+        keep = live_entries(records, self._key_bytes) | (records["op"] == lf.OP_NAMESPACE)
+        if self.read_only:
+            return records[keep]
+        if contents.truncated_bytes:
+            logger.warning(
+                "Dropped %(bytes)d bytes at the end of %(path)s: an interrupted write, or records whose"
+                " keys %(keys)s lost with its tail",
+                {"bytes": contents.truncated_bytes, "path": self.log_path, "keys": self.keys_path},
+            )
+            # New keys go where the key file ends now: records that pointed past it must go
+            # before anything is appended (the checkpoint below syncs the cut).
+            os.ftruncate(self._log_fd, contents.valid_size)
+        records = records[keep]
+        outdated = self.header["version"] != lf.FORMAT_VERSION
+        if compaction or (compaction is None and (outdated or worth_compacting(contents.records, len(records)))):
+            self.header = compact(self.log_path, self.keys_path, self._keys_fd, self.header, records)
+            self._reopen_files()
+            self._key_end = os.fstat(self._keys_fd).st_size
+        self.flush()
+        return records
+
+    @property
+    def generation(self) -> int:
+        """Which compaction wrote the files (0: never, in format 2)."""
+        return int(self.header.get("generation", 0))
 
     def _check(self, signature: str) -> None:
         self.header: dict[str, object] = lf.read_header(self.log_path)
         if not os.path.exists(self.keys_path):
             raise IndexFormatError(f"{self.keys_path} is missing: {lf.RESET_HINT}")
-        lf.check_keys_header(self.keys_path)
+        lf.check_keys_header(self.keys_path, self.header)
         self.check_signature(signature)
 
     def check_signature(self, signature: str) -> None:
@@ -134,17 +175,21 @@ class DiskStore:
             )
 
     def _create(self, signature: str) -> None:
-        """Write both files under temporary names, then rename: a crash leaves none or both."""
-        self.header = {
+        """Write both files under temporary names, then rename: a crash leaves none or both
+        (the log last: a key file without a log is replaced)."""
+        info = {
             "signature": signature,
             "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
                 timespec="seconds"
             ),
             "created_on": socket.gethostname(),
             "record_bytes": lf.RECORD.itemsize,
+            "generation": 1,
         }
-        write_new(self.keys_path, lf.new_keys_header())
-        write_new(self.log_path, lf.new_header(self.header))
+        write_new(self.keys_path, lf.new_keys_header(1))
+        write_new(self.log_path, lf.new_header(info))
+        fsync_directory(self.directory)
+        self.header = {**info, "version": lf.FORMAT_VERSION}
 
     # -- namespaces -------------------------------------------------------------------
 
@@ -179,7 +224,7 @@ class DiskStore:
         self._check_writable()
         data = encode_key(key)
         offset = self._write_keys(data)
-        self._write_log(lf.pack_record(fingerprint, offset, len(data), namespace, op, sketch))
+        self._write_log(lf.pack_record(fingerprint, offset, data, namespace, op, sketch))
         if op == lf.OP_CLEAR:
             self._at_open.forget(namespace)
         self._sync_if_due()
@@ -199,7 +244,9 @@ class DiskStore:
         records = np.zeros(len(encoded), dtype=lf.RECORD)
         records["fingerprint"] = fingerprints
         records["sketch"] = sketches
-        records["key_offset"] = self._write_keys(b"".join(encoded)) + np.cumsum(lengths) - lengths
+        crcs = np.fromiter(map(lf.key_crc, encoded), dtype=np.uint64, count=len(encoded))
+        offsets = self._write_keys(b"".join(encoded)) + np.cumsum(lengths) - lengths
+        records["key_offset"] = offsets | crcs << np.uint64(lf.KEY_OFFSET_BITS)
         records["key_length"] = lengths
         records["namespace"] = namespace
         records["op"] = lf.OP_ADD
@@ -208,17 +255,26 @@ class DiskStore:
 
     @_locked
     def flush(self) -> None:
+        """``fsync`` both files, then record that they are on disk (:mod:`._checkpoint`)."""
         if not self.read_only:
-            os.fsync(self._keys_fd)  # keys first: a record is never on disk without its key
-            os.fsync(self._log_fd)
-            self._synced_at = time.monotonic()
+            self._sync(checkpoint=True)
+
+    def _sync(self, checkpoint: bool) -> None:
+        os.fsync(self._keys_fd)  # keys first: a record is never on disk without its key
+        os.fsync(self._log_fd)
+        self._synced_at = time.monotonic()
+        if checkpoint:
+            sizes = os.fstat(self._log_fd).st_size, os.fstat(self._keys_fd).st_size
+            write_checkpoint(self.directory, Checkpoint(self.generation, *sizes))
+            self._checkpointed_at = self._synced_at
 
     def _sync_if_due(self) -> None:
-        if self.fsync_seconds is not None and time.monotonic() - self._synced_at >= self.fsync_seconds:
-            try:
-                self.flush()
-            except OSError as exc:
-                raise _unwritable(self.directory, exc) from exc
+        if self.fsync_seconds is None or time.monotonic() - self._synced_at < self.fsync_seconds:
+            return
+        try:
+            self._sync(checkpoint=time.monotonic() - self._checkpointed_at >= max(self.fsync_seconds, _CHECKPOINT_SECONDS))
+        except OSError as exc:
+            raise _unwritable(self.directory, exc) from exc
 
     def _check_writable(self) -> None:
         if self.read_only:
@@ -250,40 +306,30 @@ class DiskStore:
         """The live entries of *namespace*: fingerprints, keys and sketches, in insertion order."""
         records = self._at_open.take(namespace)  # read once, at open
         if records is None:  # opened before: its index may have written since
-            records = lf.read_records(self.log_path, self.keys_path).records
-        ops = records["op"]
-        mine = records["namespace"] == namespace
-        if not mine.all():
-            records, ops = records[mine], ops[mine]
-        clears = np.flatnonzero(ops == lf.OP_CLEAR)
-        if len(clears):
-            records, ops = records[clears[-1] + 1 :], ops[clears[-1] + 1 :]
-        alive = ops == lf.OP_ADD
-        if not alive.all():
-            for position in np.flatnonzero((ops == lf.OP_REMOVE) | (ops == lf.OP_REMOVE_ALL)):
-                self._apply_removal(records, alive, int(position))
-            records = records[alive]
+            records = self._read_log(check_keys=self.read_only).records  # (a writer wrote them itself)
+            records = records[records["namespace"] == namespace]
+            records = records[live_entries(records, self._key_bytes)]
         sketches = SketchStore(records["sketch"].reshape(-1))
         return records["fingerprint"].copy(), read_keys(self.keys_path, self._keys_fd, records), sketches
 
-    def _apply_removal(
-        self, records: npt.NDArray, alive: npt.NDArray[np.bool_], position: int
-    ) -> None:
-        removal = records[position]
-        hits = np.flatnonzero(
-            alive[:position] & (records["fingerprint"][:position] == removal["fingerprint"])
-        )
-        if removal["op"] == lf.OP_REMOVE:
-            key = self._key_of(removal)
-            hits = np.array([h for h in hits if self._key_of(records[h]) == key], dtype=np.intp)
-        alive[hits] = False
+    def _key_bytes(self, record: np.void) -> bytes:
+        offset = int(record["key_offset"]) & ((1 << lf.KEY_OFFSET_BITS) - 1)
+        return os.pread(self._keys_fd, int(record["key_length"]), offset)
 
     def _key_of(self, record: np.void) -> str:
-        data = os.pread(self._keys_fd, int(record["key_length"]), int(record["key_offset"]))
-        return decode_key(data)
+        return decode_key(self._key_bytes(record))
 
     @_locked
     def close(self) -> None:
+        """Flush (a writer), then close the files and unlock the directory."""
+        try:
+            if self._opened:
+                self.flush()
+        finally:
+            self._opened = False
+            self._close_files()
+
+    def _close_files(self) -> None:
         for fd in self._fds:
             os.close(fd)
         if self._lock_fd is not None:
