@@ -1,18 +1,14 @@
-"""The files of an on-disk store: create, check, lock, append, replay.
+"""An on-disk store shared by its namespaces: append records, load a namespace.
 
-:class:`DiskStore` owns the directory described in :mod:`._logfile`. One process at
-a time holds it (an exclusive ``flock`` on ``lock``); inside that process every
-namespace shares one :class:`DiskStore` (see :mod:`.disk`). A *read-only* store
-takes no lock and changes nothing: it reads a snapshot, even of a store that a
-running crawl is writing.
+:class:`DiskStore` holds the directory described in :mod:`._logfile` (opened by
+:class:`~._storefiles.StoreFiles`); inside a process every namespace shares one
+:class:`DiskStore` (see :mod:`.disk`). A *read-only* store takes no lock and changes
+nothing: it reads a snapshot, even of a store that a running crawl is writing.
 """
 
 from __future__ import annotations
 
-import datetime
-import logging
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -23,17 +19,15 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _logfile as lf
-from ._checkpoint import Checkpoint, read_checkpoint, write_checkpoint
-from ._compaction import compact, finish_interrupted, worth_compacting
 from ._disk_records import RecordsAtOpen, read_keys
-from ._files import fsync_directory, lock_directory, write_all, write_new
-from ._replay import LogContents, live_entries, read_records
-from ._storage import KeyStore, SketchStore, decode_key, encode_key
-from .base import IndexFormatError, IndexUnavailableError, SimhashIndexError, signature_difference
+from ._files import write_all
+from ._replay import live_entries
+from ._storage import KeyStore, SketchStore, encode_key
+from ._storefiles import KEYS_NAME, LOG_NAME, StoreFiles
+from .base import IndexUnavailableError, SimhashIndexError
 
-logger = logging.getLogger(__name__)
+__all__ = ["KEYS_NAME", "LOG_NAME", "DiskStore"]
 
-LOG_NAME, KEYS_NAME = "fingerprints.log", "keys.log"
 #: Namespace ids are 16-bit; the empty namespace is id 0 and needs no record.
 MAX_NAMESPACES = 0xFFFF
 #: With fsync after every write, the checkpoint (three more fsyncs) is written at most this often.
@@ -55,7 +49,7 @@ def _locked(method: _F) -> _F:
     return locked  # type: ignore[return-value]
 
 
-class DiskStore:
+class DiskStore(StoreFiles):
     """The append-only files of one store directory, shared by its namespaces (threads
     included: see :func:`_locked`)."""
 
@@ -68,128 +62,15 @@ class DiskStore:
         T seconds after a write (the first write T seconds after the last ``fsync``).
         *compact*: ``None``, rewrite the store at open when most of its records are dead
         (:mod:`._compaction`); ``True``, rewrite it; ``False``, never."""
-        self.directory, self.read_only = directory, read_only
         self.fsync_seconds = fsync_seconds
         self.lock = threading.RLock()
-        self._synced_at = self._checkpointed_at = time.monotonic()
-        self.log_path = os.path.join(directory, LOG_NAME)
-        self.keys_path = os.path.join(directory, KEYS_NAME)
-        if read_only and not os.path.exists(self.log_path) and not os.path.exists(self.log_path + ".new"):
-            raise IndexFormatError(f"{directory} holds no scrapy-simhash index ({LOG_NAME} is missing)")
-        self._lock_fd = None if read_only else lock_directory(directory)
-        self._fds: list[int] = []
         self._opened = False  # (closing a store that failed to open syncs nothing)
-        try:
-            contents = self._open(signature, reset)
-            records = self._live(contents, compact)
-        except BaseException:
-            self.close()
-            raise
-        self.truncated_bytes = contents.truncated_bytes
+        records = self._open_files(directory, signature, reset, read_only, compact)
         declared = records[records["op"] == lf.OP_NAMESPACE]
         self._namespaces = {self._key_of(r): int(r["namespace"]) for r in declared}
         self._at_open = RecordsAtOpen(records[records["op"] == lf.OP_ADD])
         self.users = 0
         self._opened = True
-
-    # -- creation and checks ----------------------------------------------------------
-
-    def _open(self, signature: str, reset: bool) -> LogContents:
-        """Check and read the files; with *reset*, replace files that cannot be read."""
-        self.log_path = finish_interrupted(self.log_path, self.keys_path, self.read_only)
-        if not os.path.exists(self.log_path):
-            self._create(signature)
-        try:
-            self._check(signature)
-            return self._read()
-        except IndexFormatError as exc:
-            if not reset:
-                raise
-            logger.warning("Starting a new index: %(reason)s", {"reason": exc})
-            self._create(signature)
-            return self._read()
-
-    def _read(self) -> LogContents:
-        self._reopen_files()
-        contents = self._read_log(check_keys=True)
-        self._key_end = os.fstat(self._keys_fd).st_size
-        return contents
-
-    def _reopen_files(self) -> None:
-        for fd in self._fds:
-            os.close(fd)
-        mode = os.O_RDONLY if self.read_only else os.O_RDWR | os.O_APPEND
-        self._log_fd = os.open(self.log_path, mode)
-        self._keys_fd = os.open(self.keys_path, mode)
-        self._fds = [self._log_fd, self._keys_fd]
-
-    def _read_log(self, check_keys: bool) -> LogContents:
-        checkpoint = read_checkpoint(self.directory, self.generation)
-        format_3 = self.header["version"] == lf.FORMAT_VERSION
-        return read_records(self.log_path, self.keys_path, checkpoint, check_keys and format_3)
-
-    def _live(self, contents: LogContents, compaction: bool | None) -> npt.NDArray:
-        """The live entries and the namespaces of *contents*; a writer also cuts a torn
-        tail off, rewrites the store when that is due, and checkpoints what it keeps."""
-        records = contents.records
-        keep = live_entries(records, self._key_bytes) | (records["op"] == lf.OP_NAMESPACE)
-        if self.read_only:
-            return records[keep]
-        if contents.truncated_bytes:
-            logger.warning(
-                "Dropped %(bytes)d bytes at the end of %(path)s: an interrupted write, or records whose"
-                " keys %(keys)s lost with its tail",
-                {"bytes": contents.truncated_bytes, "path": self.log_path, "keys": self.keys_path},
-            )
-            # New keys go where the key file ends now: records that pointed past it must go
-            # before anything is appended (the checkpoint below syncs the cut).
-            os.ftruncate(self._log_fd, contents.valid_size)
-        records = records[keep]
-        outdated = self.header["version"] != lf.FORMAT_VERSION
-        if compaction or (compaction is None and (outdated or worth_compacting(contents.records, len(records)))):
-            self.header = compact(self.log_path, self.keys_path, self._keys_fd, self.header, records)
-            self._reopen_files()
-            self._key_end = os.fstat(self._keys_fd).st_size
-        self.flush()
-        return records
-
-    @property
-    def generation(self) -> int:
-        """Which compaction wrote the files (0: never, in format 2)."""
-        return int(self.header.get("generation", 0))
-
-    def _check(self, signature: str) -> None:
-        self.header: dict[str, object] = lf.read_header(self.log_path)
-        if not os.path.exists(self.keys_path):
-            raise IndexFormatError(f"{self.keys_path} is missing: {lf.RESET_HINT}")
-        lf.check_keys_header(self.keys_path, self.header)
-        self.check_signature(signature)
-
-    def check_signature(self, signature: str) -> None:
-        """Refuse fingerprints made with other options than the stored ones."""
-        stored = str(self.header.get("signature", ""))
-        if signature and stored and stored != signature:
-            raise IndexFormatError(
-                f"{self.log_path} holds fingerprints made otherwise ({signature_difference(stored, signature)}):"
-                f" they are not comparable with these: {lf.RESET_HINT}, or crawl into a new index"
-            )
-
-    def _create(self, signature: str) -> None:
-        """Write both files under temporary names, then rename: a crash leaves none or both
-        (the log last: a key file without a log is replaced)."""
-        info = {
-            "signature": signature,
-            "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                timespec="seconds"
-            ),
-            "created_on": socket.gethostname(),
-            "record_bytes": lf.RECORD.itemsize,
-            "generation": 1,
-        }
-        write_new(self.keys_path, lf.new_keys_header(1))
-        write_new(self.log_path, lf.new_header(info))
-        fsync_directory(self.directory)
-        self.header = {**info, "version": lf.FORMAT_VERSION}
 
     # -- namespaces -------------------------------------------------------------------
 
@@ -253,21 +134,6 @@ class DiskStore:
         self._write_log(lf.pack_records(records))
         self._sync_if_due()
 
-    @_locked
-    def flush(self) -> None:
-        """``fsync`` both files, then record that they are on disk (:mod:`._checkpoint`)."""
-        if not self.read_only:
-            self._sync(checkpoint=True)
-
-    def _sync(self, checkpoint: bool) -> None:
-        os.fsync(self._keys_fd)  # keys first: a record is never on disk without its key
-        os.fsync(self._log_fd)
-        self._synced_at = time.monotonic()
-        if checkpoint:
-            sizes = os.fstat(self._log_fd).st_size, os.fstat(self._keys_fd).st_size
-            write_checkpoint(self.directory, Checkpoint(self.generation, *sizes))
-            self._checkpointed_at = self._synced_at
-
     def _sync_if_due(self) -> None:
         if self.fsync_seconds is None or time.monotonic() - self._synced_at < self.fsync_seconds:
             return
@@ -312,12 +178,10 @@ class DiskStore:
         sketches = SketchStore(records["sketch"].reshape(-1))
         return records["fingerprint"].copy(), read_keys(self.keys_path, self._keys_fd, records), sketches
 
-    def _key_bytes(self, record: np.void) -> bytes:
-        offset = int(record["key_offset"]) & ((1 << lf.KEY_OFFSET_BITS) - 1)
-        return os.pread(self._keys_fd, int(record["key_length"]), offset)
-
-    def _key_of(self, record: np.void) -> str:
-        return decode_key(self._key_bytes(record))
+    @_locked
+    def flush(self) -> None:
+        """``fsync`` both files, then record that they are on disk (:mod:`._checkpoint`)."""
+        super().flush()
 
     @_locked
     def close(self) -> None:
@@ -328,15 +192,6 @@ class DiskStore:
         finally:
             self._opened = False
             self._close_files()
-
-    def _close_files(self) -> None:
-        for fd in self._fds:
-            os.close(fd)
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
-        self._fds = []
-
 
 def _unwritable(path: str, exc: OSError) -> IndexUnavailableError:
     """A failed write (disk full, I/O error): like an unreachable server, the Scrapy

@@ -81,7 +81,7 @@ _MULTIPLIERS = tuple(_MUL1 if word % 2 == 0 else _MUL2 for word in range(_WORDS 
 _MASK64 = (1 << 64) - 1
 #: The key offset word: the offset in its low bits (1 TiB of keys), a CRC of the key above.
 KEY_OFFSET_BITS = 40
-_KEY_OFFSET_MASK = (1 << KEY_OFFSET_BITS) - 1
+KEY_OFFSET_MASK = (1 << KEY_OFFSET_BITS) - 1
 _KEY_CRC_MASK = (1 << (64 - KEY_OFFSET_BITS)) - 1
 RESET_HINT = "delete it, or reset it (SIMHASH_INDEX_RESET=True in a crawl, import --reset on the command line)"
 # Format 1 is readable but useless now: without sketches no match can be confirmed.
@@ -121,13 +121,13 @@ def key_crc(data: bytes | memoryview) -> int:
 
 def key_word(offset: int, crc: int) -> int:
     if offset >> KEY_OFFSET_BITS:
-        raise ValueError(f"keys.log is full: a store holds at most {_KEY_OFFSET_MASK} bytes of keys")
+        raise ValueError(f"keys.log is full: a store holds at most {KEY_OFFSET_MASK} bytes of keys")
     return offset | crc << KEY_OFFSET_BITS
 
 
 def key_offsets(records: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
     """Where each record's key starts in ``keys.log``."""
-    return records["key_offset"] & np.uint64(_KEY_OFFSET_MASK)
+    return records["key_offset"] & np.uint64(KEY_OFFSET_MASK)
 
 
 def key_crcs(records: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
