@@ -3,6 +3,12 @@
     python benchmarks/bench_disk.py            # 1M and 10M fingerprints
     python benchmarks/bench_disk.py --quick    # 100k
     python benchmarks/bench_disk.py --hosts 200 --sizes 1000000   # one namespace per host
+    python benchmarks/bench_disk.py --fsync --sizes 1000000       # add_if_new with each SIMHASH_FSYNC
+    python benchmarks/bench_disk.py --compaction --sizes 10000000 # reopen that rewrites a reset store
+
+With --compaction the store is filled, reset (``SIMHASH_INDEX_RESET``) and filled again
+with as many other entries: the next open finds half of its records dead, and rewrites
+it ("compacting reopen s", then "reopen after s" and the file bytes before and after).
 
 With --hosts N the entries are spread over N namespaces (as ``SIMHASH_SCOPE = "domain"``
 keeps one per host) and "open all s" is the time to open every one of them in one
@@ -33,11 +39,11 @@ def url(i: int) -> str:
     return f"https://www.example.com/section-{i % 97}/article/{i}.html"  # ~50 bytes, like a URL
 
 
-def bulk_insert(path: str, size: int) -> float:
+def bulk_insert(path: str, size: int, seed: int = 1, reset: bool = False) -> float:
     """Seconds to add *size* entries with add_many, in chunks."""
-    fingerprints = random_fingerprints(size, seed=1)
+    fingerprints = random_fingerprints(size, seed=seed)
     started = time.perf_counter()
-    with DiskIndex(path, expected_size=size) as index:
+    with DiskIndex(path, expected_size=size, reset=reset) as index:
         for start in range(0, size, _CHUNK):
             chunk = fingerprints[start : start + _CHUNK].tolist()
             index.add_many(zip(chunk, map(url, range(start, start + len(chunk)))))
@@ -50,10 +56,10 @@ def reopen(path: str) -> tuple[float, DiskIndex]:
     return time.perf_counter() - started, index
 
 
-def add_latencies(index: SimhashIndex, probes: int = _PROBES) -> np.ndarray:
+def add_latencies(index: SimhashIndex, probes: int = _PROBES, seed: int = 2) -> np.ndarray:
     """Latency (s) of add_if_new of new fingerprints (for the disk store: probe plus writes)."""
     latencies = np.empty(probes)
-    for i, fingerprint in enumerate(random_fingerprints(probes, seed=2).tolist()):
+    for i, fingerprint in enumerate(random_fingerprints(probes, seed=seed).tolist()):
         started = time.perf_counter()
         index.add_if_new(fingerprint, url(i))
         latencies[i] = time.perf_counter() - started
@@ -73,7 +79,7 @@ def run(size: int) -> dict[str, str]:
     path = tempfile.mkdtemp(prefix="bench-disk-")
     try:
         insert_seconds = bulk_insert(path, size)
-        file_bytes = sum(os.path.getsize(os.path.join(path, name)) for name in os.listdir(path))
+        file_bytes = _file_bytes(path)
         reopen_seconds, index = reopen(path)
         with index:
             latencies = add_latencies(index)
@@ -114,6 +120,49 @@ def run_hosts(size: int, hosts: int) -> dict[str, str]:
             "per host ms": f"{seconds / hosts * 1000:.1f}"}
 
 
+def run_fsync(size: int) -> list[dict[str, str]]:
+    """add_if_new latency on a store of *size* entries with each SIMHASH_FSYNC setting."""
+    path = tempfile.mkdtemp(prefix="bench-disk-fsync-")
+    rows = []
+    try:
+        bulk_insert(path, size)
+        modes = (("off", None, _PROBES), ("1.0", 1.0, _PROBES), ("always", 0.0, 2_000))
+        for seed, (label, seconds, probes) in enumerate(modes, start=10):  # new fingerprints each time
+            with DiskIndex(path, fsync_seconds=seconds) as index:
+                add_latencies(index, 2_000, seed=seed + 100)  # warm-up: the first checks after an open are slower
+                latencies = add_latencies(index, probes, seed=seed)
+            rows.append({"size": f"{size:,}", "SIMHASH_FSYNC": label, "checks": f"{probes:,}",
+                         "add_if_new p50 us": f"{np.percentile(latencies, 50) * 1e6:.1f}",
+                         "add_if_new p99 us": f"{np.percentile(latencies, 99) * 1e6:.1f}"})
+    finally:
+        shutil.rmtree(path)
+    return rows
+
+
+def run_compaction(size: int) -> dict[str, str]:
+    """Reopen a store whose records are half dead (filled, reset, filled again): it compacts."""
+    path = tempfile.mkdtemp(prefix="bench-disk-compact-")
+    try:
+        bulk_insert(path, size)
+        bulk_insert(path, size, seed=5, reset=True)  # (reset, then filled in the same open)
+        before = _file_bytes(path)
+        started = time.perf_counter()
+        DiskIndex(path, expected_size=size).close()
+        compacting = time.perf_counter() - started
+        after = _file_bytes(path)
+        seconds, index = reopen(path)
+        with index:
+            assert len(index) == size
+    finally:
+        shutil.rmtree(path)
+    return {"size": f"{size:,}", "records before": f"{2 * size:,}", "compacting reopen s": f"{compacting:.2f}",
+            "reopen after s": f"{seconds:.2f}", "file bytes before": f"{before:,}", "after": f"{after:,}"}
+
+
+def _file_bytes(path: str) -> int:
+    return sum(os.path.getsize(os.path.join(path, name)) for name in os.listdir(path))
+
+
 def print_table(rows: list[dict[str, str]]) -> None:
     columns = list(rows[0])
     widths = [max(len(c), *(len(r[c]) for r in rows)) for c in columns]
@@ -127,8 +176,16 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="100k fingerprints only")
     parser.add_argument("--sizes", type=int, nargs="*", help="sizes to measure (default: 1M 10M)")
     parser.add_argument("--hosts", type=int, help="spread the entries over this many namespaces, time opening them")
+    parser.add_argument("--fsync", action="store_true", help="add_if_new latency with each SIMHASH_FSYNC")
+    parser.add_argument("--compaction", action="store_true", help="time the reopen that compacts a reset store")
     args = parser.parse_args()
     sizes = args.sizes or ([100_000] if args.quick else [1_000_000, 10_000_000])
+    if args.fsync:
+        print_table([row for size in sizes for row in run_fsync(size)])
+        return
+    if args.compaction:
+        print_table([run_compaction(size) for size in sizes])
+        return
     if args.hosts:
         print_table([run_hosts(size, args.hosts) for size in sizes])
         return

@@ -123,13 +123,10 @@ def _corrupt_record(path: Path) -> None:
 
 
 def _cut_keys_inside(path: Path) -> None:
-    # A damaged key file: records without their keys, followed by records with theirs.
-    os.truncate(path / "keys.log", os.path.getsize(path / "keys.log") // 2)
-    DiskIndex(path).close()  # (reopened: the records without keys are dropped, then...)
+    # A damaged key file: in the part synced to disk, a record whose key is not there,
+    # followed by records with theirs.
     keys_size = os.path.getsize(path / "keys.log")
-    with open(path / LOG, "ab") as log:  # ...a record past the key file's end, then one inside it
-        log.write(lf.pack_record(123, keys_size - 2, 8, 0, lf.OP_ADD, None))
-        log.write(lf.pack_record(456, lf.KEYS_HEADER_SIZE, 1, 0, lf.OP_ADD, None))
+    _overwrite(path / LOG, lf.HEADER_SIZE + 3 * lf.RECORD.itemsize, lf.pack_record(123, keys_size - 2, b"8 bytes.", 0, lf.OP_ADD))
 
 
 def test_a_key_file_that_lost_its_tail_loses_only_the_entries_of_that_tail(
@@ -159,7 +156,7 @@ def test_a_key_file_that_lost_its_tail_loses_only_the_entries_of_that_tail(
         (_truncated_header, "truncated or corrupt header"),
         (_corrupt_record, "corrupt record #3"),
         (_corrupt_sketch, "corrupt record #3"),
-        (_cut_keys_inside, r"keys.log is damaged: \d+ records"),
+        (_cut_keys_inside, r"keys.log is damaged: it ends \(\d+ bytes\) before the key of record #3"),
     ],
 )
 def test_unreadable_store_raises_a_clear_error(tmp_path: Path, damage, message: str) -> None:
@@ -312,7 +309,7 @@ def test_fsync_seconds_says_how_often_the_files_reach_the_disk(
         assert len(synced) == expected  # keys then log, each time it is due
         synced.clear()
         index.flush()  # what the crawl does when it closes
-        assert len(synced) == 2
+        assert len(synced) == 2 + 2  # keys, log, then the checkpoint file and its directory
 
 
 def test_fsync_seconds_syncs_the_first_write_after_the_interval(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -324,10 +321,11 @@ def test_fsync_seconds_syncs_the_first_write_after_the_interval(tmp_path: Path, 
         assert synced == []
         store = index._store
         store._synced_at -= 61  # a minute later
+        store._checkpointed_at -= 61
         index.add(2, "b")
-        assert len(synced) == 2
+        assert len(synced) == 2 + 2  # keys, log, the checkpoint and its directory
         index.add(3, "c")
-        assert len(synced) == 2
+        assert len(synced) == 2 + 2
 
 
 def test_namespaces_opened_one_by_one_get_their_entries_from_the_read_at_open(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""``inspect``, ``export`` and ``import``: look into a stored index, move it elsewhere.
+"""``inspect``, ``export``, ``import`` and ``compact``: look into a stored index, move it
+elsewhere, rewrite a disk store with its live entries only.
 
 ``export`` and ``import`` speak JSON lines ``{"fingerprint": "<16 hex>", "key": "...",
 "sketch": "<64 hex>"}`` (``sketch``, the entry's minwise sketch, only when it has one;
@@ -21,6 +22,7 @@ from typing import Any
 from ..core.fingerprint import from_hex, to_hex
 from ..core.sketch import check_sketch
 from ..index import DiskIndex, SimhashIndex, is_shared_spec, open_index
+from ..index.disk import compact_store
 from ._common import add_distance_argument, add_similarity_argument
 from ._io import open_output, read_jsonl, warn, write_jsonl
 
@@ -64,6 +66,15 @@ def add_parser(subparsers: Any) -> None:
                       help="add only entries with no near-duplicate already stored (add_if_new, "
                       "confirmed by the sketches as --min-similarity says)")
     load.set_defaults(func=run_import)
+
+    compact = subparsers.add_parser(
+        "compact", help="rewrite a disk store with its live entries only",
+        description="Rewrite a disk store without the records of removed, replaced or reset entries "
+        "(a crawl that opens a store does it by itself when they are more than half of it). Takes the "
+        "store's lock: not while a crawl writes it.",
+    )
+    compact.add_argument("index", metavar="INDEX", help="an index directory")
+    compact.set_defaults(func=run_compact)
 
 
 def _index_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -162,6 +173,12 @@ def run_import(args: argparse.Namespace) -> int:
         index.flush()
     warn(f"imported {added} entries" + (f", skipped {skipped} near-duplicates" if skipped else "")
          + (f", {present} already present" if present else ""))
+    return 0
+
+
+def run_compact(args: argparse.Namespace) -> int:
+    before, after = compact_store(args.index)
+    warn(f"compacted {args.index}: {before:,} -> {after:,} bytes")
     return 0
 
 

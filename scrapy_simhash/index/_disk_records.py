@@ -16,6 +16,7 @@ import os
 import numpy as np
 import numpy.typing as npt
 
+from ._logfile import key_offsets
 from ._storage import KeyStore
 from .base import IndexFormatError
 
@@ -66,11 +67,19 @@ def _group_by_namespace(namespaces: npt.NDArray[np.uint16]) -> dict[int, npt.NDA
 
 
 def read_keys(keys_path: str, keys_fd: int, records: npt.NDArray) -> KeyStore:
-    """The keys of *records*, gathered run by run (keys of a namespace are mostly adjacent)
-    from a memory map of ``keys.log`` (open as *keys_fd*): only the pages that hold them are read."""
+    """The keys of *records* from ``keys.log`` (open as *keys_fd*), as a :class:`KeyStore`."""
     if not len(records):
         return KeyStore()
-    starts, lengths = records["key_offset"], records["key_length"].astype(np.uint64)
+    data, lengths = gather_keys(keys_path, keys_fd, records)
+    return KeyStore.from_buffer(data, np.cumsum(lengths))
+
+
+def gather_keys(keys_path: str, keys_fd: int, records: npt.NDArray) -> tuple[bytes, npt.NDArray[np.uint64]]:
+    """The keys of *records* back to back, and their lengths: gathered run by run (keys of a
+    namespace are mostly adjacent) from a memory map, so only the pages that hold them are read."""
+    starts, lengths = key_offsets(records), records["key_length"].astype(np.uint64)
+    if not len(records):
+        return b"", lengths
     ends = starts + lengths
     size = os.fstat(keys_fd).st_size
     if size < int(ends.max()):
@@ -80,4 +89,4 @@ def read_keys(keys_path: str, keys_fd: int, records: npt.NDArray) -> KeyStore:
         run_starts = np.concatenate(([0], breaks)).tolist()
         run_ends = np.concatenate((breaks - 1, [len(records) - 1])).tolist()
         joined = b"".join(mapped[int(starts[a]) : int(ends[b])] for a, b in zip(run_starts, run_ends))
-    return KeyStore.from_buffer(joined, np.cumsum(lengths))
+    return joined, lengths

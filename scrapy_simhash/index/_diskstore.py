@@ -1,18 +1,14 @@
-"""The files of an on-disk store: create, check, lock, append, replay.
+"""An on-disk store shared by its namespaces: append records, load a namespace.
 
-:class:`DiskStore` owns the directory described in :mod:`._logfile`. One process at
-a time holds it (an exclusive ``flock`` on ``lock``); inside that process every
-namespace shares one :class:`DiskStore` (see :mod:`.disk`). A *read-only* store
-takes no lock and changes nothing: it reads a snapshot, even of a store that a
-running crawl is writing.
+:class:`DiskStore` holds the directory described in :mod:`._logfile` (opened by
+:class:`~._storefiles.StoreFiles`); inside a process every namespace shares one
+:class:`DiskStore` (see :mod:`.disk`). A *read-only* store takes no lock and changes
+nothing: it reads a snapshot, even of a store that a running crawl is writing.
 """
 
 from __future__ import annotations
 
-import datetime
-import logging
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -24,15 +20,18 @@ import numpy.typing as npt
 
 from . import _logfile as lf
 from ._disk_records import RecordsAtOpen, read_keys
-from ._files import lock_directory, write_all, write_new
-from ._storage import KeyStore, SketchStore, decode_key, encode_key
-from .base import IndexFormatError, IndexUnavailableError, SimhashIndexError, signature_difference
+from ._files import write_all
+from ._replay import live_entries
+from ._storage import KeyStore, SketchStore, encode_key
+from ._storefiles import KEYS_NAME, LOG_NAME, StoreFiles
+from .base import IndexUnavailableError, SimhashIndexError
 
-logger = logging.getLogger(__name__)
+__all__ = ["KEYS_NAME", "LOG_NAME", "DiskStore"]
 
-LOG_NAME, KEYS_NAME = "fingerprints.log", "keys.log"
 #: Namespace ids are 16-bit; the empty namespace is id 0 and needs no record.
 MAX_NAMESPACES = 0xFFFF
+#: With fsync after every write, the checkpoint (three more fsyncs) is written at most this often.
+_CHECKPOINT_SECONDS = 1.0
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -50,101 +49,28 @@ def _locked(method: _F) -> _F:
     return locked  # type: ignore[return-value]
 
 
-class DiskStore:
+class DiskStore(StoreFiles):
     """The append-only files of one store directory, shared by its namespaces (threads
     included: see :func:`_locked`)."""
 
     def __init__(
         self, directory: str, *, signature: str, reset: bool, fsync_seconds: float | None = None,
-        read_only: bool = False,
+        read_only: bool = False, compact: bool | None = None,
     ) -> None:
         """*fsync_seconds*: ``None``, never ``fsync`` (a killed process loses nothing, a power
         cut the writes the disk did not have yet); ``0``, after every write; ``T``, at most
-        T seconds after a write (the first write T seconds after the last ``fsync``)."""
-        self.directory, self.read_only = directory, read_only
+        T seconds after a write (the first write T seconds after the last ``fsync``).
+        *compact*: ``None``, rewrite the store at open when most of its records are dead
+        (:mod:`._compaction`); ``True``, rewrite it; ``False``, never."""
         self.fsync_seconds = fsync_seconds
         self.lock = threading.RLock()
-        self._synced_at = time.monotonic()
-        self.log_path = os.path.join(directory, LOG_NAME)
-        self.keys_path = os.path.join(directory, KEYS_NAME)
-        if read_only and not os.path.exists(self.log_path):
-            raise IndexFormatError(f"{directory} holds no scrapy-simhash index ({LOG_NAME} is missing)")
-        self._lock_fd = None if read_only else lock_directory(directory)
-        self._fds: list[int] = []
-        try:
-            contents = self._open(signature, reset)
-        except BaseException:
-            self.close()
-            raise
-        self.truncated_bytes = contents.truncated_bytes
-        if self.truncated_bytes and not read_only:  # (a reader may see a write in progress)
-            logger.warning(
-                "Dropped %(bytes)d bytes at the end of %(path)s: an interrupted write, or records whose"
-                " keys %(keys)s lost with its tail",
-                {"bytes": self.truncated_bytes, "path": self.log_path, "keys": self.keys_path},
-            )
-            # New keys go where the key file ends now: records that pointed past it must go.
-            os.ftruncate(self._log_fd, contents.valid_size)
-        declared = contents.records[contents.records["op"] == lf.OP_NAMESPACE]
+        self._opened = False  # (closing a store that failed to open syncs nothing)
+        records = self._open_files(directory, signature, reset, read_only, compact)
+        declared = records[records["op"] == lf.OP_NAMESPACE]
         self._namespaces = {self._key_of(r): int(r["namespace"]) for r in declared}
-        self._at_open = RecordsAtOpen(contents.records)
+        self._at_open = RecordsAtOpen(records[records["op"] == lf.OP_ADD])
         self.users = 0
-
-    # -- creation and checks ----------------------------------------------------------
-
-    def _open(self, signature: str, reset: bool) -> lf.LogContents:
-        """Check and read the files; with *reset*, replace files that cannot be read."""
-        if not os.path.exists(self.log_path):
-            self._create(signature)
-        try:
-            self._check(signature)
-            return self._read()
-        except IndexFormatError as exc:
-            if not reset:
-                raise
-            logger.warning("Starting a new index: %(reason)s", {"reason": exc})
-            self._create(signature)
-            return self._read()
-
-    def _read(self) -> lf.LogContents:
-        for fd in self._fds:
-            os.close(fd)
-        mode = os.O_RDONLY if self.read_only else os.O_RDWR | os.O_APPEND
-        self._log_fd = os.open(self.log_path, mode)
-        self._keys_fd = os.open(self.keys_path, mode)
-        self._fds = [self._log_fd, self._keys_fd]
-        contents = lf.read_records(self.log_path, self.keys_path)
-        self._key_end = os.fstat(self._keys_fd).st_size
-        return contents
-
-    def _check(self, signature: str) -> None:
-        self.header: dict[str, object] = lf.read_header(self.log_path)
-        if not os.path.exists(self.keys_path):
-            raise IndexFormatError(f"{self.keys_path} is missing: {lf.RESET_HINT}")
-        lf.check_keys_header(self.keys_path)
-        self.check_signature(signature)
-
-    def check_signature(self, signature: str) -> None:
-        """Refuse fingerprints made with other options than the stored ones."""
-        stored = str(self.header.get("signature", ""))
-        if signature and stored and stored != signature:
-            raise IndexFormatError(
-                f"{self.log_path} holds fingerprints made otherwise ({signature_difference(stored, signature)}):"
-                f" they are not comparable with these: {lf.RESET_HINT}, or crawl into a new index"
-            )
-
-    def _create(self, signature: str) -> None:
-        """Write both files under temporary names, then rename: a crash leaves none or both."""
-        self.header = {
-            "signature": signature,
-            "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                timespec="seconds"
-            ),
-            "created_on": socket.gethostname(),
-            "record_bytes": lf.RECORD.itemsize,
-        }
-        write_new(self.keys_path, lf.new_keys_header())
-        write_new(self.log_path, lf.new_header(self.header))
+        self._opened = True
 
     # -- namespaces -------------------------------------------------------------------
 
@@ -179,7 +105,7 @@ class DiskStore:
         self._check_writable()
         data = encode_key(key)
         offset = self._write_keys(data)
-        self._write_log(lf.pack_record(fingerprint, offset, len(data), namespace, op, sketch))
+        self._write_log(lf.pack_record(fingerprint, offset, data, namespace, op, sketch))
         if op == lf.OP_CLEAR:
             self._at_open.forget(namespace)
         self._sync_if_due()
@@ -199,26 +125,22 @@ class DiskStore:
         records = np.zeros(len(encoded), dtype=lf.RECORD)
         records["fingerprint"] = fingerprints
         records["sketch"] = sketches
-        records["key_offset"] = self._write_keys(b"".join(encoded)) + np.cumsum(lengths) - lengths
+        crcs = np.fromiter(map(lf.key_crc, encoded), dtype=np.uint64, count=len(encoded))
+        offsets = self._write_keys(b"".join(encoded)) + np.cumsum(lengths) - lengths
+        records["key_offset"] = offsets | crcs << np.uint64(lf.KEY_OFFSET_BITS)
         records["key_length"] = lengths
         records["namespace"] = namespace
         records["op"] = lf.OP_ADD
         self._write_log(lf.pack_records(records))
         self._sync_if_due()
 
-    @_locked
-    def flush(self) -> None:
-        if not self.read_only:
-            os.fsync(self._keys_fd)  # keys first: a record is never on disk without its key
-            os.fsync(self._log_fd)
-            self._synced_at = time.monotonic()
-
     def _sync_if_due(self) -> None:
-        if self.fsync_seconds is not None and time.monotonic() - self._synced_at >= self.fsync_seconds:
-            try:
-                self.flush()
-            except OSError as exc:
-                raise _unwritable(self.directory, exc) from exc
+        if self.fsync_seconds is None or time.monotonic() - self._synced_at < self.fsync_seconds:
+            return
+        try:
+            self._sync(checkpoint=time.monotonic() - self._checkpointed_at >= max(self.fsync_seconds, _CHECKPOINT_SECONDS))
+        except OSError as exc:
+            raise _unwritable(self.directory, exc) from exc
 
     def _check_writable(self) -> None:
         if self.read_only:
@@ -250,47 +172,26 @@ class DiskStore:
         """The live entries of *namespace*: fingerprints, keys and sketches, in insertion order."""
         records = self._at_open.take(namespace)  # read once, at open
         if records is None:  # opened before: its index may have written since
-            records = lf.read_records(self.log_path, self.keys_path).records
-        ops = records["op"]
-        mine = records["namespace"] == namespace
-        if not mine.all():
-            records, ops = records[mine], ops[mine]
-        clears = np.flatnonzero(ops == lf.OP_CLEAR)
-        if len(clears):
-            records, ops = records[clears[-1] + 1 :], ops[clears[-1] + 1 :]
-        alive = ops == lf.OP_ADD
-        if not alive.all():
-            for position in np.flatnonzero((ops == lf.OP_REMOVE) | (ops == lf.OP_REMOVE_ALL)):
-                self._apply_removal(records, alive, int(position))
-            records = records[alive]
+            records = self._read_log(check_keys=self.read_only).records  # (a writer wrote them itself)
+            records = records[records["namespace"] == namespace]
+            records = records[live_entries(records, self._key_bytes)]
         sketches = SketchStore(records["sketch"].reshape(-1))
         return records["fingerprint"].copy(), read_keys(self.keys_path, self._keys_fd, records), sketches
 
-    def _apply_removal(
-        self, records: npt.NDArray, alive: npt.NDArray[np.bool_], position: int
-    ) -> None:
-        removal = records[position]
-        hits = np.flatnonzero(
-            alive[:position] & (records["fingerprint"][:position] == removal["fingerprint"])
-        )
-        if removal["op"] == lf.OP_REMOVE:
-            key = self._key_of(removal)
-            hits = np.array([h for h in hits if self._key_of(records[h]) == key], dtype=np.intp)
-        alive[hits] = False
-
-    def _key_of(self, record: np.void) -> str:
-        data = os.pread(self._keys_fd, int(record["key_length"]), int(record["key_offset"]))
-        return decode_key(data)
+    @_locked
+    def flush(self) -> None:
+        """``fsync`` both files, then record that they are on disk (:mod:`._checkpoint`)."""
+        super().flush()
 
     @_locked
     def close(self) -> None:
-        for fd in self._fds:
-            os.close(fd)
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
-        self._fds = []
-
+        """Flush (a writer), then close the files and unlock the directory."""
+        try:
+            if self._opened:
+                self.flush()
+        finally:
+            self._opened = False
+            self._close_files()
 
 def _unwritable(path: str, exc: OSError) -> IndexUnavailableError:
     """A failed write (disk full, I/O error): like an unreachable server, the Scrapy

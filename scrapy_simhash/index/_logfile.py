@@ -1,34 +1,37 @@
-"""The file format of the on-disk store: an append-only log of fixed-size records.
+"""The file format of the on-disk store: append-only logs of fixed-size records.
 
 A store is a directory with two append-only files:
 
 * ``fingerprints.log``: a 4096-byte header (magic ``SIMHIDX\\n``, format version,
-  a JSON block with the fingerprint options signature and creation info, its
-  CRC-32), then 64-byte little-endian records of eight 64-bit words (:data:`RECORD`):
-  fingerprint, key offset in ``keys.log``, the ``key length | namespace << 32 |
-  op << 48`` word, the entry's 32-byte minwise sketch (:mod:`..core.sketch`) as
-  four words (zeros: no sketch), and a 64-bit check value mixing all seven words,
-  so a torn or zeroed record is detected.
-* ``keys.log``: a 16-byte header, then the UTF-8 keys, back to back.
+  a JSON block with the fingerprint options signature, the store's generation and
+  creation info, its CRC-32), then 64-byte little-endian records of eight 64-bit words
+  (:data:`RECORD`): fingerprint, the key's offset in ``keys.log`` (40 bits) and the low
+  24 bits of its CRC-32, the ``key length | namespace << 32 | op << 48`` word, the
+  entry's 32-byte minwise sketch (:mod:`..core.sketch`) as four words (zeros: no
+  sketch), and a 64-bit check value mixing all seven words, so a torn or zeroed record
+  is detected.
+* ``keys.log``: a 16-byte header (magic, version, generation), then the UTF-8 keys,
+  back to back.
 
-A key is written before its record, and a record is one ``os.write``: after a
-crash, a record that exists points at a key that exists. Records are read back in
-one ``numpy.fromfile``. Invalid records at the end (an interrupted write) are a
-truncated tail, dropped and reported; an invalid record followed by valid ones is
-corruption, which raises :class:`IndexFormatError` rather than losing data.
+A key is written before its record, and a record is one ``os.write``. After a kill -9
+every record points at a key that is there; after a power cut the disk may hold a
+record without its key, or a key's page zeroed: the key's CRC in the record finds
+that, and :mod:`._replay` drops such records with the rest of the tail. Compaction
+(:mod:`._compaction`) writes a new pair of files with the next *generation*: both
+headers name it, so a log is never read with another log's keys.
 
-Format 1 had 32-byte records without a sketch. Its entries cannot be confirmed
+Format 2 had the same records without the key CRC (and generation 0): it is read as it
+is, and rewritten in format 3 by the first process that opens it to write. Format 1
+had 32-byte records without a sketch. Its entries cannot be confirmed
 (:class:`~.base.SimhashIndex`), so it is refused, with the way out: reset or re-crawl.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import struct
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,13 +40,15 @@ import numpy.typing as npt
 from ..core.sketch import SKETCH_BYTES
 from .base import IndexFormatError
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+#: Older versions read as they are (then rewritten by the first writer: see :mod:`.disk`).
+READABLE_VERSIONS = (2, 3)
 HEADER_SIZE = 4096
 MAGIC = b"SIMHIDX\n"
 KEYS_MAGIC = b"SIMHKEY\n"
 KEYS_HEADER_SIZE = 16
 _HEADER_PREFIX = struct.Struct("<8sIII")  # magic, version, JSON length, JSON CRC-32
-_KEYS_HEADER = struct.Struct("<8sII")  # magic, version, reserved
+_KEYS_HEADER = struct.Struct("<8sII")  # magic, version, generation
 
 _SKETCH_WORDS = SKETCH_BYTES // 8
 RECORD = np.dtype(
@@ -74,6 +79,10 @@ _SEED, _MUL1, _MUL2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 # One multiplier per checked word (all but the check itself), alternating.
 _MULTIPLIERS = tuple(_MUL1 if word % 2 == 0 else _MUL2 for word in range(_WORDS - 1))
 _MASK64 = (1 << 64) - 1
+#: The key offset word: the offset in its low bits (1 TiB of keys), a CRC of the key above.
+KEY_OFFSET_BITS = 40
+KEY_OFFSET_MASK = (1 << KEY_OFFSET_BITS) - 1
+_KEY_CRC_MASK = (1 << (64 - KEY_OFFSET_BITS)) - 1
 RESET_HINT = "delete it, or reset it (SIMHASH_INDEX_RESET=True in a crawl, import --reset on the command line)"
 # Format 1 is readable but useless now: without sketches no match can be confirmed.
 _FORMAT_1_HINT = (
@@ -105,14 +114,34 @@ def check_values(records: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
     return h
 
 
+def key_crc(data: bytes | memoryview) -> int:
+    """The part of a key's CRC-32 its record holds."""
+    return zlib.crc32(data) & _KEY_CRC_MASK
+
+
+def key_word(offset: int, crc: int) -> int:
+    if offset >> KEY_OFFSET_BITS:
+        raise ValueError(f"keys.log is full: a store holds at most {KEY_OFFSET_MASK} bytes of keys")
+    return offset | crc << KEY_OFFSET_BITS
+
+
+def key_offsets(records: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
+    """Where each record's key starts in ``keys.log``."""
+    return records["key_offset"] & np.uint64(KEY_OFFSET_MASK)
+
+
+def key_crcs(records: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
+    return records["key_offset"] >> np.uint64(KEY_OFFSET_BITS)
+
+
 def pack_record(
-    fingerprint: int, key_offset: int, key_length: int, namespace: int, op: int, sketch: bytes | None = None
+    fingerprint: int, key_offset: int, key: bytes, namespace: int, op: int, sketch: bytes | None = None
 ) -> bytes:
-    """One record's bytes; *sketch* is 32 checked bytes, or ``None``."""
-    if key_length >> 32:  # it shares a word with the namespace and op
-        raise ValueError(f"a key is at most 4 GiB, not {key_length} bytes")
+    """One record's bytes, for *key* written at *key_offset*; *sketch* is 32 checked bytes, or ``None``."""
+    if len(key) >> 32:  # it shares a word with the namespace and op
+        raise ValueError(f"a key is at most 4 GiB, not {len(key)} bytes")
     sketch_words = _NO_SKETCH if sketch is None else _SKETCH.unpack(sketch)
-    words = (fingerprint, key_offset, key_length | namespace << 32 | op << 48, *sketch_words)
+    words = (fingerprint, key_word(key_offset, key_crc(key)), len(key) | namespace << 32 | op << 48, *sketch_words)
     return _PACKED.pack(*words, check_value(words))
 
 
@@ -130,18 +159,19 @@ def new_header(info: dict[str, Any]) -> bytes:
     return (prefix + payload).ljust(HEADER_SIZE, b"\0")
 
 
-def new_keys_header() -> bytes:
-    return _KEYS_HEADER.pack(KEYS_MAGIC, FORMAT_VERSION, 0)
+def new_keys_header(generation: int) -> bytes:
+    return _KEYS_HEADER.pack(KEYS_MAGIC, FORMAT_VERSION, generation)
 
 
 def read_header(path: str) -> dict[str, Any]:
-    """The JSON header of a fingerprints log; :class:`IndexFormatError` if it is not one."""
+    """The JSON header of a fingerprints log, with its ``version``; :class:`IndexFormatError`
+    if it is not one."""
     with open(path, "rb") as file:
         head = file.read(HEADER_SIZE)
     if len(head) < _HEADER_PREFIX.size or not head.startswith(MAGIC):
         raise IndexFormatError(f"{path} is not a scrapy-simhash index: {RESET_HINT}")
     _, version, length, crc = _HEADER_PREFIX.unpack_from(head)
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise IndexFormatError(
             f"{path} is an index of format version {version}, this "
             f"scrapy-simhash reads version {FORMAT_VERSION}: {_FORMAT_1_HINT if version == 1 else RESET_HINT}"
@@ -149,64 +179,20 @@ def read_header(path: str) -> dict[str, Any]:
     payload = head[_HEADER_PREFIX.size : _HEADER_PREFIX.size + length]
     if len(head) < HEADER_SIZE or zlib.crc32(payload) != crc:
         raise IndexFormatError(f"{path} has a truncated or corrupt header: {RESET_HINT}")
-    return dict(json.loads(payload))
+    return {**json.loads(payload), "version": version}
 
 
-def check_keys_header(path: str) -> None:
+def check_keys_header(path: str, header: dict[str, Any]) -> None:
+    """Refuse a key file that is not the one of the log whose *header* was read."""
     with open(path, "rb") as file:
         head = file.read(KEYS_HEADER_SIZE)
     if len(head) < KEYS_HEADER_SIZE or not head.startswith(KEYS_MAGIC):
         raise IndexFormatError(f"{path} is not a scrapy-simhash key file: {RESET_HINT}")
-    if _KEYS_HEADER.unpack(head)[1] != FORMAT_VERSION:
+    _, version, generation = _KEYS_HEADER.unpack(head)
+    if version != header["version"]:
         raise IndexFormatError(f"{path} is a key file of another format version: {RESET_HINT}")
-
-
-@dataclass(frozen=True)
-class LogContents:
-    """The valid records of a log, and how many bytes of its tail were invalid."""
-
-    records: npt.NDArray[Any]
-    truncated_bytes: int
-
-    @property
-    def valid_size(self) -> int:
-        return HEADER_SIZE + len(self.records) * RECORD.itemsize
-
-
-def read_records(path: str, keys_path: str) -> LogContents:
-    """Every valid record of the log at *path*, whose keys are in *keys_path*.
-
-    A record with a wrong check value is a torn write; at the end of the log it is
-    the tail of an interrupted write. Records whose keys lie past the end of the key
-    file are what a key file that lost its tail (a power cut before the disk had it, a
-    full disk) leaves: keys are appended in record order, so they are the last records,
-    and they are dropped with that tail. Anything else is damage, and
-    :class:`IndexFormatError` says so.
-    """
-    size = os.path.getsize(path)
-    # The key file's size after the log's: a reader beside a live writer then sees
-    # every key of the records it reads (keys are written before their records).
-    keys_size = os.path.getsize(keys_path)
-    count = max(0, size - HEADER_SIZE) // RECORD.itemsize
-    records = np.fromfile(path, dtype=RECORD, count=count, offset=HEADER_SIZE)
-    valid = check_values(records) == records["check"]
-    if not valid.all():
-        first_bad = int(np.argmin(valid))
-        if valid[first_bad:].any():
-            where = HEADER_SIZE + first_bad * RECORD.itemsize
-            raise IndexFormatError(
-                f"{path} has a corrupt record #{first_bad} at byte {where} followed by "
-                f"valid ones (damaged file, not an interrupted write): {RESET_HINT}"
-            )
-        records = records[:first_bad]
-    ends = records["key_offset"] + records["key_length"]
-    keyed = (ends <= np.uint64(keys_size)) & (records["key_offset"] >= np.uint64(KEYS_HEADER_SIZE))
-    if not keyed.all():
-        first_lost = int(np.argmin(keyed))
-        if keyed[first_lost:].any():
-            raise IndexFormatError(
-                f"{keys_path} is damaged: {int(np.count_nonzero(~keyed))} records of {path} point past its "
-                f"end ({keys_size} bytes) and are followed by records that do not: {RESET_HINT}"
-            )
-        records = records[:first_lost]
-    return LogContents(records, size - HEADER_SIZE - len(records) * RECORD.itemsize)
+    if generation != header.get("generation", 0):
+        raise IndexFormatError(
+            f"{path} is of generation {generation}, its log of generation {header.get('generation', 0)}: "
+            f"files of two compactions mixed (copied by hand?): {RESET_HINT}"
+        )

@@ -14,6 +14,7 @@ Several namespaces (spiders, domains) share one store directory; each
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -22,7 +23,7 @@ from typing import Any
 from ..core.fingerprint import check_fingerprint
 from ..core.sketch import check_sketch
 from . import _logfile as lf
-from ._diskstore import DiskStore
+from ._diskstore import KEYS_NAME, LOG_NAME, DiskStore
 from ._storage import SketchStore, fingerprint_array
 from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex
 from .memory import MemoryIndex
@@ -140,8 +141,7 @@ class DiskIndex(SimhashIndex):
             "namespaces": self._store.namespaces,
             "signature": self._store.header.get("signature", ""),
             "created_at": self._store.header.get("created_at"),
-            "file_bytes": os.path.getsize(self._store.log_path)
-            + os.path.getsize(self._store.keys_path),
+            "file_bytes": _file_bytes(self.path),
             "truncated_tail_bytes": self._store.truncated_bytes,
         }
 
@@ -155,6 +155,21 @@ class DiskIndex(SimhashIndex):
         if self._store is not None:
             _release(self._store)
             self._store = None  # type: ignore[assignment]
+
+
+def compact_store(path: str | os.PathLike[str]) -> tuple[int, int]:
+    """Rewrite the store at *path* with its live entries only (``scrapy-simhash compact``),
+    as its next writer would once most of its records are dead; its file bytes before and after."""
+    path = os.fspath(path)
+    if not os.path.isfile(os.path.join(path, LOG_NAME)):
+        raise FileNotFoundError(errno.ENOENT, "no disk index there", path)
+    before = _file_bytes(path)
+    DiskStore(os.path.realpath(path), signature="", reset=False, compact=True).close()
+    return before, _file_bytes(path)
+
+
+def _file_bytes(path: str) -> int:
+    return sum(os.path.getsize(os.path.join(path, name)) for name in (LOG_NAME, KEYS_NAME))
 
 
 def _acquire(

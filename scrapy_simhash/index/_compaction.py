@@ -1,0 +1,107 @@
+"""Compaction of a disk store: its live entries rewritten into a new pair of files.
+
+A store only appends: a page replaced (``replace_if_new``), a namespace reset, an
+entry removed leave records that replay to nothing. When those *dead* records are
+more than half of the log (and at least :data:`MIN_DEAD_RECORDS`), the process that
+opens the store to write rewrites it (:func:`compact`), before it serves a check: the
+live entries and the namespaces go to ``keys.log.new`` and ``fingerprints.log.new``
+under the next generation, both are ``fsync``\\ ed, then renamed over the old ones,
+keys first. A crash at any step leaves one of three states, which the next open
+finishes (:func:`finish_interrupted`):
+
+* ``keys.log.new`` still there: the rename never happened; the old files are whole,
+  the new ones are deleted;
+* only ``fingerprints.log.new`` there: ``keys.log`` is the new one already, and the
+  new log is complete (it was synced before the first rename): it is renamed too;
+* neither: the compaction is done (or never started).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _logfile as lf
+from ._disk_records import gather_keys
+from ._files import fsync_directory, write_all
+
+NEW = ".new"
+#: Fewer dead records than this are left alone: rewriting a small store on every open
+#: to save a few kilobytes is not worth its fsyncs.
+MIN_DEAD_RECORDS = 1024
+
+
+def worth_compacting(records: npt.NDArray[Any], kept: int) -> bool:
+    """Whether the *records* of a log, of which *kept* are live, should be rewritten."""
+    dead = len(records) - kept
+    return dead >= MIN_DEAD_RECORDS and 2 * dead > len(records)
+
+
+def finish_interrupted(log_path: str, keys_path: str, read_only: bool) -> str:
+    """Finish or undo a compaction a crash interrupted; return the log to read (a reader
+    changes nothing: it reads the new log where the writer would have renamed it)."""
+    if os.path.exists(keys_path + NEW):
+        if not read_only:
+            for path in (keys_path + NEW, log_path + NEW):
+                if os.path.exists(path):
+                    os.remove(path)
+        return log_path
+    if os.path.exists(log_path + NEW):
+        if read_only:
+            return log_path + NEW
+        os.replace(log_path + NEW, log_path)
+        fsync_directory(os.path.dirname(log_path))
+    return log_path
+
+
+def compact(
+    log_path: str, keys_path: str, keys_fd: int, header: dict[str, Any], kept: npt.NDArray[Any]
+) -> dict[str, Any]:
+    """Rewrite the store as the *kept* records (a copy: their key words are rewritten) and
+    their keys, in the current format; return the new log's header."""
+    data, lengths = gather_keys(keys_path, keys_fd, kept)
+    ends = np.cumsum(lengths, dtype=np.uint64)
+    crcs = lf.key_crcs(kept) if header["version"] == lf.FORMAT_VERSION else _crcs(data, ends)
+    kept["key_offset"] = np.uint64(lf.KEYS_HEADER_SIZE) + ends - lengths
+    if len(kept) and int(kept["key_offset"][-1]) >> lf.KEY_OFFSET_BITS:
+        raise ValueError("keys.log is full: a store holds at most 1 TiB of keys")
+    kept["key_offset"] |= crcs << np.uint64(lf.KEY_OFFSET_BITS)
+    generation = int(header.get("generation", 0)) + 1
+    info = {name: value for name, value in header.items() if name != "version"}
+    info |= {"generation": generation, "compacted_at": _now()}
+    _write_synced(keys_path + NEW, [lf.new_keys_header(generation), data])
+    _write_synced(log_path + NEW, [lf.new_header(info), lf.pack_records(kept)])
+    directory = os.path.dirname(log_path)
+    fsync_directory(directory)
+    os.replace(keys_path + NEW, keys_path)  # the commit point (see the module docstring)
+    fsync_directory(directory)
+    os.replace(log_path + NEW, log_path)
+    fsync_directory(directory)
+    return {**info, "version": lf.FORMAT_VERSION}
+
+
+def _crcs(data: bytes, ends: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """The key CRCs of keys stored back to back (a format 2 store has none)."""
+    view, bounds = memoryview(data), [0, *ends.tolist()]
+    return np.fromiter(
+        (lf.key_crc(view[a:b]) for a, b in zip(bounds, bounds[1:])), dtype=np.uint64, count=len(ends)
+    )
+
+
+def _write_synced(path: str, parts: Iterable[bytes]) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for part in parts:
+            write_all(fd, part)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
