@@ -37,6 +37,17 @@ class RedisCluster:
     def url(self) -> str:
         return self.nodes[0].url
 
+    def wait_until_ready(self) -> None:
+        """Until every node says ``cluster_state:ok`` (after nodes were restarted)."""
+        import redis
+
+        clients = [redis.Redis(host="127.0.0.1", port=node.port) for node in self.nodes]
+        try:
+            _wait_until_ready(clients)
+        finally:
+            for client in clients:
+                client.close()
+
     def close(self) -> None:
         for node in self.nodes:
             node.close()
