@@ -100,6 +100,7 @@ class ClusterIndex(SimhashIndex):
         except BaseException:
             self.close()
             raise
+        self._store.crc_bits = self.design.prefix_bits
         self._run = CheckRun(RecordReader(self._store, self.design), max_distance, self.confirms)
 
     ttl = None  # no expiry in a cluster
@@ -200,7 +201,7 @@ class ClusterIndex(SimhashIndex):
 
     def _key_candidates(self, key: str) -> list[Candidate]:
         page = self._run_page(0, key, 0, None)
-        data = self._store.one(("GET", self._names.key_records(page.crc)))
+        data = self._store.one(("GET", self._names.key_records(page.crc, self._store.crc_bits)))
         return self._run.reader.entries_with(data, None)
 
     def _remove_kept(self, found: Sequence[Candidate], key: str | None, keep: bytes = b"") -> int:

@@ -9,7 +9,8 @@ bucket's records share a slot, the buckets spread over all 16384 slots.
 * ``P{0.b}r`` and ``P{0.b}k`` the records whose table-0 bucket is ``b`` (their
   *home*), hashes by record id: the header (:func:`pack_header`: state, stamp,
   when it was put, fingerprint, sketch) and the stored key (coded, :mod:`.._keys`);
-* ``P{u.c}`` the records of the keys whose CRC-32 is ``c``, entries as in a bucket
+* ``P{u.c}`` the records of the keys whose CRC-32 ends in ``c`` (as many bits as a
+  bucket key), entries as in a bucket
   (``replace_if_new`` and ``remove_key`` find a key's records there);
 * ``Pstamp`` the stamp clock, ``Pmeta`` format, options and table design.
 """
@@ -93,8 +94,10 @@ class ClusterNames:
         tag = f"{self.prefix}{{0.{bucket:x}}}"
         return tag + "f", tag + "r", tag + "k"
 
-    def key_records(self, crc: int) -> str:
-        return f"{self.prefix}{{u.{crc:x}}}"
+    def key_records(self, crc: int, bits: int) -> str:
+        """Where the records of the keys whose CRC ends in the same *bits* bits are
+        (as many as a bucket's: one Redis key each would cost ~90 bytes a page)."""
+        return f"{self.prefix}{{u.{crc & ((1 << bits) - 1):x}}}"
 
     @property
     def home_pattern(self) -> str:

@@ -34,6 +34,7 @@ class ClusterStore:
 
     def __init__(self, client: RedisCluster, names: ClusterNames) -> None:
         self.client, self.names = client, names
+        self.crc_bits = 8  # of the key records' names: the design's bucket bits, once known
 
     def run(self, commands: Sequence[Command]) -> list[Any]:
         """Each command's reply; the first error raised (after ``NOSCRIPT`` ones ran again)."""
@@ -65,14 +66,14 @@ class ClusterStore:
         names = self.names
         commands = [script(DROP_HOME, names.home(buckets[0]), rid)]
         commands += [script(DROP, [names.bucket(t, b)], rid) for t, b in zip(tables[1:], buckets[1:])]
-        return [*commands, script(DROP, [names.key_records(crc)], rid)]
+        return [*commands, script(DROP, [names.key_records(crc, self.crc_bits)], rid)]
 
     def append_commands(self, tables: Sequence[int], buckets: Sequence[int], fingerprint: int, rid: bytes,
                         crc: int) -> list[Command]:
         """The entries of a record in its buckets but the home, and in its key's records."""
         data = entry(fingerprint, rid)
         commands: list[Command] = [("APPEND", self.names.bucket(t, b), data) for t, b in zip(tables[1:], buckets[1:])]
-        return [*commands, ("APPEND", self.names.key_records(crc), data)]
+        return [*commands, ("APPEND", self.names.key_records(crc, self.crc_bits), data)]
 
     def scan_homes(self) -> Iterator[str]:
         """The names of every home hash of the namespace, on every primary."""
