@@ -10,13 +10,12 @@ of new pages from one client (what a crawl calls), with 14 wildcard bits and wit
 MEMORY USAGE of a sample of each kind of key, per entry (a bucket of tables 1.., a home:
 table 0's bucket and the records' headers and keys, a key's records). "redis cpu us" is
 INFO cpu's used_cpu_user + used_cpu_sys grown on all nodes, per check; "gets" the buckets
-a check reads. The README's sizing table is computed from these (see --sizing).
+a check reads. The README's sizing table is computed from these (README, "Redis Cluster").
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,6 @@ import redis
 
 from bench_disk import random_fingerprints, url  # sibling
 from bench_redis import random_sketches, random_wildcards  # sibling
-from scrapy_simhash.index._design_choice import choose_design
 from scrapy_simhash.index.redis.cluster import ClusterIndex
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -101,14 +99,6 @@ def measure_checks(index: ClusterIndex, ports: list[int], count: int, bits: int)
     print(f"wildcard bits {bits}: {count / seconds:,.0f} checks/s ({seconds / count * 1e3:.2f} ms), "
           f"client cpu {client_cpu / count * 1e6:.0f} us, gets {gets:.1f}, redis cpu us per check by node "
           f"{[round(c, 1) for c in per_node]}, all {sum(per_node):.1f}")
-
-
-def sizing(pages: int, bytes_home: float, bytes_entry: float, cpu_fixed: float, cpu_get: float) -> str:
-    """A row of the README's table: memory, and Redis CPU per check, at *pages*."""
-    design = choose_design(3, pages)
-    tables = len(design.tables)
-    memory = pages * (bytes_home + (tables - 1) * bytes_entry)
-    return f"{pages:,}: {tables} tables, {memory / 2**30:.0f} GiB, cpu {cpu_fixed:.0f} + {cpu_get:.1f} x gets: {math.nan}"
 
 
 if __name__ == "__main__":

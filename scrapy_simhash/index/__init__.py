@@ -130,12 +130,12 @@ def _redis_signature(url: str, namespace: str) -> str:
     try:
         import redis
 
-        from .redis._client import connect_any
+        from .redis._client import connect
         from .redis._layout import Names
     except ImportError:
         return ""
     try:
-        with connect_any(url) as client:
+        with connect(url) as client:  # (a cluster node answers MOVED for another's slot: "")
             value = client.hget(Names.of(namespace).meta, "signature")
     except redis.RedisError:
         return ""

@@ -64,16 +64,23 @@ def connect_cluster(url: str) -> RedisCluster:
 def is_cluster(url: str) -> bool:
     """Whether the node *url* names is in a Redis Cluster (``cluster_enabled`` of INFO);
     ``False`` when it cannot be asked now (opening the index then says it is unavailable)."""
+    client = connect(url)
     try:
-        with connect(url) as client:
-            return bool(client.info("cluster").get("cluster_enabled"))
-    except redis.RedisError:
-        return False
+        return _cluster_enabled(client)
+    finally:
+        client.connection_pool.disconnect()  # (not left open beside the crawl's own pool)
 
 
 def connect_any(url: str) -> redis.Redis | RedisCluster:
     """:func:`connect_cluster` where *url* names a node of a cluster, else :func:`connect`."""
     return connect_cluster(url) if is_cluster(url) else connect(url)
+
+
+def _cluster_enabled(client: redis.Redis) -> bool:
+    try:
+        return bool(client.info("cluster").get("cluster_enabled"))
+    except redis.RedisError:
+        return False
 
 
 class UnavailableAsIndexError(AbstractContextManager[None]):
