@@ -104,11 +104,11 @@ class ComponentIndexes:
             return None
         if self._client is None:
             try:
-                from .index.redis._client import connect
+                from .index.redis._client import connect_any
             except ImportError:  # no redis-py: open_index says to install the [redis] extra
                 return None
             assert self.config.index is not None
-            self._client = connect(self.config.index)
+            self._client = connect_any(self.config.index)
         return self._client
 
 

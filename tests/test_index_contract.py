@@ -18,6 +18,7 @@ from scrapy_simhash.index.base import Match, SimhashIndex
 from scrapy_simhash.index.brute import BruteForceIndex
 from scrapy_simhash.index.memory import MemoryIndex
 from scrapy_simhash.index.disk import DiskIndex
+from redis_cluster import cluster_index
 from redis_server import redis_index
 
 IndexFactory = Callable[[Path, int], SimhashIndex]
@@ -30,6 +31,7 @@ BACKEND_FACTORIES: list[tuple[str, IndexFactory]] = [
     ("disk", lambda tmp_path, k: DiskIndex(tmp_path, k)),
     ("redis", lambda tmp_path, k: redis_index(k)),
     ("redis-ttl", lambda tmp_path, k: redis_index(k, ttl=3600)),
+    ("redis-cluster", lambda tmp_path, k: cluster_index(k)),
 ]
 
 BASE = 0xF0F0_1234_5678_9ABC

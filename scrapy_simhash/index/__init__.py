@@ -135,7 +135,7 @@ def _redis_signature(url: str, namespace: str) -> str:
     except ImportError:
         return ""
     try:
-        with connect(url) as client:
+        with connect(url) as client:  # (a cluster node answers MOVED for another's slot: "")
             value = client.hget(Names.of(namespace).meta, "signature")
     except redis.RedisError:
         return ""
@@ -151,9 +151,15 @@ def _warn_ttl_ignored(kind: str) -> None:
 def _open_redis(url: str, max_distance: int, min_similarity: float, expected_size: int, namespace: str,
                 signature: str, reset: bool, ttl: float | None, create: bool, client: Any) -> SimhashIndex:
     try:
+        from redis.cluster import RedisCluster
+
         from .redis import RedisIndex
+        from .redis._client import is_cluster
+        from .redis.cluster import ClusterIndex
     except ImportError as exc:
         raise ImportError(f"the Redis index needs redis-py: install the package's [redis] extra ({exc})") from exc
-    return RedisIndex(url, max_distance, expected_size=expected_size, namespace=namespace,
+    # The same URL names one server or any node of a cluster: the node says which.
+    cluster = isinstance(client, RedisCluster) if client is not None else is_cluster(url)
+    return (ClusterIndex if cluster else RedisIndex)(url, max_distance, expected_size=expected_size, namespace=namespace,
                       signature=signature, reset=reset, ttl=ttl, create=create, min_similarity=min_similarity,
                       client=client)

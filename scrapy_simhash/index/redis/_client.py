@@ -14,6 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.backoff import ExponentialBackoff
+from redis.cluster import RedisCluster
 from redis.retry import Retry
 
 from ..base import IndexUnavailableError
@@ -25,6 +26,9 @@ _UNAVAILABLE = (
     redis.exceptions.ReadOnlyError,
     redis.exceptions.MasterDownError,
     redis.exceptions.TryAgainError,
+    redis.exceptions.ClusterDownError,  # a cluster with slots not served (a node down)
+    redis.exceptions.ClusterError,  # redirections or retries exhausted
+    redis.exceptions.SlotNotCoveredError,
 )
 # The same conditions met inside a script come back as a script error; Redis
 # refuses only a script's first write when out of memory, so nothing half-written.
@@ -49,6 +53,34 @@ def connect(url: str) -> redis.Redis:
         retry_on_error=[redis.ConnectionError],
         health_check_interval=30,
     )
+
+
+def connect_cluster(url: str) -> RedisCluster:
+    """A cluster client for *url* (any node): it finds the others, follows ``MOVED``/``ASK``,
+    and keeps a connection pool per node."""
+    return RedisCluster.from_url(url, socket_timeout=5, socket_connect_timeout=2)
+
+
+def is_cluster(url: str) -> bool:
+    """Whether the node *url* names is in a Redis Cluster (``cluster_enabled`` of INFO);
+    ``False`` when it cannot be asked now (opening the index then says it is unavailable)."""
+    client = connect(url)
+    try:
+        return _cluster_enabled(client)
+    finally:
+        client.connection_pool.disconnect()  # (not left open beside the crawl's own pool)
+
+
+def connect_any(url: str) -> redis.Redis | RedisCluster:
+    """:func:`connect_cluster` where *url* names a node of a cluster, else :func:`connect`."""
+    return connect_cluster(url) if is_cluster(url) else connect(url)
+
+
+def _cluster_enabled(client: redis.Redis) -> bool:
+    try:
+        return bool(client.info("cluster").get("cluster_enabled"))
+    except redis.RedisError:
+        return False
 
 
 class UnavailableAsIndexError(AbstractContextManager[None]):

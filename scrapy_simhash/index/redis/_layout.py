@@ -68,17 +68,22 @@ def check_meta(meta: dict[str, str], wanted: dict[str, str], where: str) -> None
             "with SIMHASH_INDEX_RESET=True on one worker (import --reset), or delete the namespace "
             "(or use another one)"
         )
-    if wanted["signature"] and meta["signature"] and meta["signature"] != wanted["signature"]:
-        raise IndexFormatError(
-            f"{where} holds fingerprints made otherwise ({signature_difference(meta['signature'], wanted['signature'])}):"
-            " they are not comparable with these: reset it (SIMHASH_INDEX_RESET=True on one worker,"
-            " or import --reset) or use another namespace"
-        )
+    check_signature(meta, wanted, where)
     if wanted["ttl"] != meta["ttl"]:
         raise ValueError(
             f"{where} was created with ttl={int(meta['ttl']) or None}, not "
             f"{int(wanted['ttl']) or None}: use the same SIMHASH_TTL (--ttl on the command line) "
             "or reset it"
+        )
+
+
+def check_signature(meta: dict[str, str], wanted: dict[str, str], where: str) -> None:
+    """Refuse a namespace whose fingerprints were made with other options than *wanted*'s."""
+    if wanted["signature"] and meta["signature"] and meta["signature"] != wanted["signature"]:
+        raise IndexFormatError(
+            f"{where} holds fingerprints made otherwise ({signature_difference(meta['signature'], wanted['signature'])}):"
+            " they are not comparable with these: reset it (SIMHASH_INDEX_RESET=True on one worker,"
+            " or import --reset) or use another namespace"
         )
 
 
