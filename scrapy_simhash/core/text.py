@@ -179,6 +179,16 @@ def _page_bytes(html: bytes | str) -> tuple[bytes, bool, bool]:
     return data, known_utf8 and not cut, cut
 
 
+def page_title(root: etree._Element) -> str:
+    """The text of the page's ``<title>`` (``""`` for none), read before invisible elements
+    (``<head>`` among them) are stripped.
+
+    >>> page_title(parse_html("<title>Exceptions Namespace Reference</title><p>Hi</p>", strip_invisible=False))
+    'Exceptions Namespace Reference'
+    """
+    return root.findtext("head/title") or ""
+
+
 def body_of(root: etree._Element) -> etree._Element:
     """The page's ``<body>``, or the root when it has none."""
     body = root.find("body")
