@@ -1,7 +1,7 @@
 """Same-site scale benchmark: false drops by position in a crawl of big real documentation sites.
 
     python benchmarks/scale_data.py                      # once: builds the sites (see there)
-    python benchmarks/bench_scale.py [-k 3] [--wildcard-bits 14] [--min-similarity 0.8] [--sites rust,dealii] [--show 15]
+    python benchmarks/bench_scale.py [-k 3] [--wildcard-bits 14] [--min-similarity 0.77] [--sites rust,dealii] [--show 15]
     python benchmarks/bench_scale.py --sites rust --simulate 100000
 
 The dev corpus measures precision on ~2,600 pages. A crawl of one big site checks every page
