@@ -111,3 +111,15 @@ def test_a_forum_post_still_wins_over_its_replies() -> None:
             "<div class='stats'>Views: 8029 | Replies: 4</div></body></html>")
     extracted = main_text(html)
     assert "point 11 of the question" in extracted and "me too" not in extracted
+
+
+def test_a_table_row_is_one_record() -> None:
+    # A member's type and its name (a link): one block, so the name is not dropped as a
+    # list of links, and two classes' member tables tell their members apart.
+    rows = "".join(f"<tr><td>std::shared_ptr&lt; Factory &gt;</td><td><a href='#m{n}'>member_{n}</a></td></tr>"
+                   for n in range(8))
+    intro = " ".join(f"Sentence {n} of the class description says what it is for." for n in range(6))
+    navigation = "<table><tr>" + "".join(f"<td><a href='/p{n}'>Page {n}</a></td>" for n in range(8)) + "</tr></table>"
+    html = f"<html><body><div><h1>Solver</h1><p>{intro}</p><table>{rows}</table>{navigation}</div></body></html>"
+    extracted = main_text(html)
+    assert "std::shared_ptr< factory > member_7" in extracted and "page 3" not in extracted

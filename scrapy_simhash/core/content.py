@@ -31,7 +31,7 @@ from lxml import etree
 from . import boilerplate, descent, names, textsize
 from .boilerplate import is_credit_line, prune_boilerplate
 from .descent import main_container
-from .text import BLOCK_BOUNDARY, BLOCK_TAGS, INVISIBLE_TAGS, body_of, split_blocks, strip_invisible_elements
+from .text import BLOCK_BOUNDARY, BLOCK_TAGS, CELL_TAGS, INVISIBLE_TAGS, body_of, split_blocks, strip_invisible_elements
 from .textsize import LINK_CLOSE, LINK_OPEN, LINK_TEXT, mark_links, measure_both, unmark_links, visible_chars
 
 try:
@@ -162,6 +162,7 @@ def _configure_c_code() -> None:
         (boilerplate.SECTION_HEADINGS, _extract.SECTION_HEADING),
         ({"p"}, _extract.PARAGRAPH),
         (descent.ENTRY_PARTS, _extract.ENTRY_PART),
+        (CELL_TAGS, _extract.CELL),
     ]
     tags: dict[bytes, int] = {}
     for tag_names, flag in classes:

@@ -36,8 +36,12 @@ INVISIBLE_TAGS = frozenset(
 BLOCK_TAGS = frozenset(
     "address article aside blockquote body br dd details dialog div dl dt fieldset figcaption "
     "figure footer form h1 h2 h3 h4 h5 h6 header hr html li main nav ol p pre section summary "
-    "table tbody td tfoot th thead tr ul caption center menu legend".split()
+    "table tbody tfoot thead tr ul caption center menu legend".split()
 )
+#: Table cells: a row is one block, its cells apart by a space. A row is one record (a
+#: member's type and its name, a term and where it is defined): cut into cells, the
+#: cell that is only a link (the name) would be dropped as a list of links.
+CELL_TAGS = frozenset({"td", "th"})
 # A word character that is not a digit or "_": a block without one carries no content.
 _HAS_LETTER = re.compile(r"[^\W\d_]")
 #: Marks block boundaries in serialised text (a private-use character, never rendered):
@@ -253,8 +257,11 @@ def split_blocks(element: etree._Element) -> list[str]:
     serialised as text in C and split there: much faster than a Python tree walk.
     The tree is modified (separators added).
     """
-    for block in element.iter(*BLOCK_TAGS):
+    for block in element.iter(*BLOCK_TAGS, *CELL_TAGS):
         text = block.text  # read once: each read decodes a new string
+        if block.tag in CELL_TAGS:
+            block.text = " " + text if text else " "
+            continue
         block.text = BLOCK_BOUNDARY + text if text else BLOCK_BOUNDARY
         if block is not element:
             tail = block.tail

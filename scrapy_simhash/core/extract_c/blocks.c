@@ -45,6 +45,9 @@ write_element_event(const Element *element, int kind, Marking *marking, Buffer *
     if ((element->flags & BLOCK) && extract_append(out, BOUNDARY, 3) < 0) {
         return -1;
     }
+    if ((element->flags & CELL) && kind == START && extract_append(out, " ", 1) < 0) {
+        return -1; /* split_blocks puts a space before a cell's text */
+    }
     if (element->flags & LINK) {
         return write_link_marker(marking, kind == START ? OPEN_MARK : CLOSE_MARK, out);
     }

@@ -50,6 +50,7 @@ enum {
     SECTION_HEADING = 1 << 12, /* boilerplate.SECTION_HEADINGS: a section starts with one */
     PARAGRAPH = 1 << 13,       /* <p> */
     ENTRY_PART = 1 << 14,      /* descent.ENTRY_PARTS: never a clear winner */
+    CELL = 1 << 15,            /* text.CELL_TAGS: a space before its text, no block boundary */
 };
 
 /* The rules, from configure(). */
