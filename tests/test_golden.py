@@ -31,7 +31,7 @@ def test_fingerprints_are_the_golden_ones() -> None:
     changed = [row["id"] for row, golden in zip(rows, GOLDEN["pages"]) if row != golden]
     assert not changed, (
         f"{len(changed)} golden fingerprints changed ({changed[:5]}...): bump ALGORITHM_VERSION in "
-        "scrapy_simhash/core/fingerprinter.py, then run python tests/golden/make_golden.py"
+        "scrapy_simhash/core/options.py, then run python tests/golden/make_golden.py"
     )
     assert GOLDEN["versions"][str(ALGORITHM_VERSION)] == make_golden.digest(rows)
 

@@ -10,98 +10,25 @@ any extractor you pass) -> normalised blocks -> the site's template blocks left 
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Callable, Final, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
 from urllib.parse import urlsplit
 
 from lxml import etree
 
-from . import content, features, segment, templates, text
+from . import content, features, templates, text
 from .fingerprint import simhash_margins, weakest_bits
+from .options import ALGORITHM_VERSION, FingerprintOptions, Segmenter, Weighting
 from .sketch import MIN_SKETCHED_SHINGLES, SKETCH_SHINGLE_SIZE, page_sketch
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-Segmenter = Literal["char", "auto", "jieba", "rjieba"]
-Weighting = Literal["tf", "log", "binary"]
-
-#: The version of what a page's fingerprint and sketch are (extraction, tokens, features,
-#: SimHash, sketch): part of :meth:`FingerprintOptions.signature`, so a stored index made
-#: by another version is refused. tests/test_golden.py holds the fingerprints of fixed
-#: pages under it and fails when one changes and this does not.
-ALGORITHM_VERSION: Final = 7
-
-
-@dataclass(frozen=True, slots=True)
-class FingerprintOptions:
-    """Everything that changes which fingerprint a page gets.
-
-    Fingerprints made with different options are not comparable; :meth:`signature`
-    names the options so a stored index can refuse fingerprints of another kind.
-    The defaults are the values tuned on the dev corpus (see the README, "How well
-    does it work"): trigrams of tokens (words; each Han character is a token) weighted
-    by term frequency capped at 8, main content only, pages under 10 tokens not
-    fingerprinted.
-    """
-
-    shingle_size: int = 3
-    weighting: Weighting = "tf"
-    #: The largest weight of a shingle: the words a page is about ("software package"
-    #: all over a manual) must not outvote the rest, or two chapters of one manual
-    #: look alike.
-    max_weight: float = 8.0
-    min_tokens: int = 10
-    hash_key: bytes = field(default=b"", repr=False)
-    #: "char": every Han character is a token (measured better than words, and faster:
-    #: zh P / R 0.993 / 0.960 as trigrams against 0.992 / 0.942 for word bigrams, README "Features");
-    #: "auto"/"rjieba"/"jieba": dictionary words.
-    segmenter: Segmenter = "char"
-    main_content: bool = True
-    #: Leave out the text blocks a site repeats on most of its pages, as learned from the
-    #: pages fingerprinted so far: a page's fingerprint then depends on which pages came
-    #: before it (in this process), so it is off by default. On the dev corpus with one
-    #: host per site it changed 36 of 2,598 fingerprints, and crawl-order recall by one pair.
-    template_suppression: bool = False
-    #: How many of a page's least-confident bits its index query may ignore (see
-    #: :attr:`FingerprintResult.wildcard`); it changes queries, not fingerprints.
-    wildcard_bits: int = 14
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.shingle_size <= 16:
-            raise ValueError(f"shingle_size must be between 1 and 16, not {self.shingle_size}")
-        if self.weighting not in features.WEIGHTINGS:
-            raise ValueError(f"weighting must be one of {features.WEIGHTINGS}, not {self.weighting!r}")
-        if self.min_tokens < 1:
-            raise ValueError(f"min_tokens must be at least 1, not {self.min_tokens}")
-        if self.segmenter not in segment.SEGMENTERS:
-            raise ValueError(f"segmenter must be one of {segment.SEGMENTERS}, not {self.segmenter!r}")
-        # A float, so that 8 and 8.0 sign alike (a stored index compares signatures).
-        if isinstance(self.max_weight, bool) or not isinstance(self.max_weight, (int, float)):
-            raise ValueError(f"max_weight must be a number, not {self.max_weight!r}")
-        try:
-            object.__setattr__(self, "max_weight", float(self.max_weight))
-        except OverflowError:
-            raise ValueError(f"max_weight is too large: {self.max_weight}") from None
-        if not self.max_weight > 0:  # also refuses nan
-            raise ValueError(f"max_weight must be positive, not {self.max_weight}")
-        if not 0 <= self.wildcard_bits <= 32:
-            raise ValueError(f"wildcard_bits must be between 0 and 32, not {self.wildcard_bits}")
-
-    def signature(self) -> str:
-        """A stable string naming the options; a hash key by a short digest, never itself.
-
-        Fingerprints made with two different keys are unrelated, so the digest tells
-        their stores apart.
-        """
-        values = asdict(self)
-        values["hash_key"] = f"keyed:{_key_digest(self.hash_key)}" if self.hash_key else "unkeyed"
-        # jieba and rjieba (and so "auto") cut words identically; "char" does not.
-        values["segmenter"] = "char" if self.segmenter == "char" else "words"
-        del values["wildcard_bits"]  # query-side only: fingerprints are the same
-        return f"simhash-v{ALGORITHM_VERSION};" + ";".join(f"{k}={v}" for k, v in sorted(values.items()))
+__all__ = [
+    "ALGORITHM_VERSION", "FingerprintOptions", "FingerprintResult", "Fingerprinter", "Segmenter", "Weighting",
+    "content_blocks", "main_text", "python_stages",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +101,7 @@ class Fingerprinter:
         Raise :class:`~.text.NotHtmlError` (``.reason``) when it is not a page.
         """
         raw_blocks, title = self._raw_blocks(html, encoding)
-        blocks = content_blocks(raw_blocks)
-        return self._with_title(blocks, title) if self._is_short(blocks) else blocks
+        return self._fingerprinted_text(content_blocks(raw_blocks), title)[0]
 
     def _raw_blocks(self, html: bytes | str, encoding: str | None) -> tuple[list[str], str]:
         """The extractor's blocks of a page, and its title (read first: it is in <head>)."""
@@ -231,15 +157,28 @@ class Fingerprinter:
         if found.n_tokens < self.options.min_tokens:
             reason = "empty" if not found.n_tokens else "too_short"
             return FingerprintResult(None, found.n_tokens, reason, len(blocks), template_blocks)
-        shingles = self._sketch_shingles(blocks)
-        if len(shingles) < MIN_SKETCHED_SHINGLES and title:
-            blocks = self._with_title(blocks, title)
-            found, shingles = self._featurizer.features(blocks), self._sketch_shingles(blocks)
+        text_blocks, shingles = self._fingerprinted_text(blocks, title)
+        if text_blocks is not blocks:
+            found, blocks = self._featurizer.features(text_blocks), text_blocks
         fingerprint, margins = simhash_margins(found.hashes, found.weights)
         wildcard = weakest_bits(margins, self.options.wildcard_bits)
         return FingerprintResult(
             fingerprint, found.n_tokens, None, len(blocks), template_blocks, wildcard, page_sketch(shingles)
         )
+
+    def _fingerprinted_text(self, blocks: list[str], title: str) -> tuple[list[str], npt.NDArray[np.uint64]]:
+        """The blocks a page is fingerprinted on, and its sketch's shingles: a short page's
+        (fewer than MIN_SKETCHED_SHINGLES) with its title first. What little text a short
+        page has is often all its site's template (a one-entry listing whose entry is a
+        link, its title in a "header"): its <title> is then what tells it from its siblings
+        (measured on big sites, README "Precision at scale"). Only short pages: a long
+        page's title differs in its copies (a repost's site name, "printer-friendly version").
+        """
+        shingles = self._sketch_shingles(blocks)
+        if len(shingles) >= MIN_SKETCHED_SHINGLES or not title:
+            return blocks, shingles
+        titled = [*content_blocks([title]), *blocks]
+        return titled, self._sketch_shingles(titled)
 
     def _sketch_shingles(self, blocks: list[str]) -> npt.NDArray[np.uint64]:
         # The sketch's shingles run across blocks, as the near-duplicate definition's do
@@ -247,18 +186,6 @@ class Fingerprinter:
         # blocks (signatures, table cells) keep most of its shingles through an edit of a
         # few words, and look 0.9 alike to a sibling whose text is 0.6 alike.
         return self._featurizer.shingle_set([" ".join(blocks)], SKETCH_SHINGLE_SIZE)
-
-    def _is_short(self, blocks: list[str]) -> bool:
-        return len(self._sketch_shingles(blocks)) < MIN_SKETCHED_SHINGLES
-
-    @staticmethod
-    def _with_title(blocks: list[str], title: str) -> list[str]:
-        """A short page's blocks with its title first. What little text a short page has is
-        often all its site's template (a one-entry listing whose entry is a link, its title
-        in a "header"): its <title> is then what tells it from its siblings (measured on
-        big sites, README "Precision at scale"). Only short pages: a long page's title
-        differs in its copies (a repost's site name, "printer-friendly version")."""
-        return [*content_blocks([title]), *blocks]
 
 
 def python_stages() -> list[str]:
@@ -293,8 +220,3 @@ def _domain(url: str | None) -> str | None:
         return urlsplit(url).hostname
     except ValueError:  # a malformed URL (bad port, bad IPv6): no per-site state
         return None
-
-
-def _key_digest(key: bytes) -> str:
-    # 48 bits: enough to tell keys apart, too few to stand for the key.
-    return hashlib.blake2b(key, digest_size=6, person=b"simhash-sig").hexdigest()

@@ -3,7 +3,7 @@
 Run it after a change that alters fingerprints (extraction, tokens, features, SimHash,
 sketch), from the repository root: ``python tests/golden/make_golden.py``. It refuses
 to write new fingerprints under the version that recorded other ones: bump
-``ALGORITHM_VERSION`` in ``scrapy_simhash/core/fingerprinter.py`` first, so that stored
+``ALGORITHM_VERSION`` in ``scrapy_simhash/core/options.py`` first, so that stored
 indexes of the old fingerprints are refused instead of mixed with the new ones.
 """
 
