@@ -60,6 +60,8 @@ class Source:
     rule: Rule
 
 
+# AsciiDoc and Asciidoctor share their page layout: title in #header, text in #content.
+_ASCIIDOC = Rule(("div#header, div#content",), "div#toc, div#footer")
 SOURCES: dict[str, Source] = {source.generator: source for source in (
     Source("doxygen", "libjsoncpp-doc", "usr/share/doc/libjsoncpp-doc", "en", 'content="Doxygen',
            scale_data.RULES["doxygen"]),
@@ -77,16 +79,16 @@ SOURCES: dict[str, Source] = {source.generator: source for source in (
     Source("gi-docgen", "libjson-glib-doc", "usr/share/doc/json-glib-1.0", "en", '<div id="body-wrapper"',
            Rule(("section#main",), "a.srclink")),
     Source("asciidoc", "git-doc", "usr/share/doc/git-doc", "en", 'content="AsciiDoc',
-           Rule(("div#header, div#content",), "div#toc, div#footer")),
+           _ASCIIDOC),
     Source("asciidoctor", "kicad-doc-en", "usr/share/doc/kicad/help/en", "en", 'content="Asciidoctor',
-           Rule(("div#header, div#content",), "div#toc, div#footer")),
+           _ASCIIDOC),
     Source("haddock", "libghc-aeson-doc", "usr/share/doc/libghc-aeson-doc/html", "en", "linuwial.css",
            Rule(("div#content",), "div#table-of-contents, div#synopsis, div#alphabet, a.link, a.selflink")),
     Source("pydoctor", "twisted-doc", "usr/share/doc/twisted-doc/html/api", "en", 'content="pydoctor',
            Rule(("div#main",), "#current-docs-container, #search-results-container, #showPrivate, "
                                 "a.sourceLink, a[href^='classIndex.html']")),
     Source("asciidoctor-zh", "kicad-doc-zh", "usr/share/doc/kicad/help/zh", "zh", 'content="Asciidoctor',
-           Rule(("div#header, div#content",), "div#toc, div#footer")),
+           _ASCIIDOC),
     Source("docbook-zh", "debian-edu-doc-zh-cn", "usr/share/doc/debian-edu-doc-zh-cn", "zh",
            'content="DocBook XSL', Rule(("div.book", "div.article"), "div.toc, div.navheader, div.navfooter")),
 )}
