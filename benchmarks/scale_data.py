@@ -230,7 +230,12 @@ def generator_of(root: lxml.html.HtmlElement, html: str) -> str:
 
 def content_elements(root: lxml.html.HtmlElement, generator: str) -> list[lxml.html.HtmlElement]:
     """The elements of the generator's content area (before the rule's drops)."""
-    for selector in RULES[generator].content:
+    return rule_elements(root, RULES[generator])
+
+
+def rule_elements(root: lxml.html.HtmlElement, rule: Rule) -> list[lxml.html.HtmlElement]:
+    """The elements of *rule*'s content area: the first of its selectors that matches."""
+    for selector in rule.content:
         found = root.cssselect(selector)
         if found:
             return found
@@ -239,8 +244,13 @@ def content_elements(root: lxml.html.HtmlElement, generator: str) -> list[lxml.h
 
 def main_text(root: lxml.html.HtmlElement, generator: str) -> str:
     """The reference main text of a page (modifies the tree: the dropped parts go)."""
-    rule = RULES[generator]
-    elements = content_elements(root, generator)
+    return rule_text(root, RULES[generator])
+
+
+def rule_text(root: lxml.html.HtmlElement, rule: Rule) -> str:
+    """The text of *rule*'s content area less its drops (modifies the tree). Other
+    benchmarks (``diversity_data.py``) apply their own rules with it."""
+    elements = rule_elements(root, rule)
     drop = f"{_ALWAYS_DROPPED}, {rule.drop}" if rule.drop else _ALWAYS_DROPPED
     for element in elements:
         for unwanted in element.cssselect(drop):
