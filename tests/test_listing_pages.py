@@ -123,3 +123,29 @@ def test_a_table_row_is_one_record() -> None:
     html = f"<html><body><div><h1>Solver</h1><p>{intro}</p><table>{rows}</table>{navigation}</div></body></html>"
     extracted = main_text(html)
     assert "std::shared_ptr< factory > member_7" in extracted and "page 3" not in extracted
+
+
+def test_the_biggest_part_after_a_long_lead_is_not_the_whole_page() -> None:
+    # An API page: the class's description and summary tables, then its methods' details,
+    # three times bigger. Unlike a forum's first post, that part comes after a lead: the
+    # descent does not leave the description behind.
+    details = "".join(f"<li><h4>method{n}</h4><p>What method number {n} does, explained at length, with its "
+                      f"parameters and what it returns to the caller.</p></li>" for n in range(12))
+    html = ("<html><body><div class='contentContainer'><div class='description'><p>This class implements "
+            "the Laplace distribution, with its location and its scale.</p></div><div class='summary'><table>"
+            + "".join(f"<tr><td>double</td><td>method{n}()</td><td>Summary of method {n}.</td></tr>" for n in range(8))
+            + f"</table></div><div class='details'><ul>{details}</ul></div></div></body></html>")
+    extracted = main_text(html)
+    assert "implements the laplace distribution" in extracted and "summary of method 7" in extracted
+    assert "what method number 11 does" in extracted
+
+
+def test_a_frame_named_for_its_navigation_keeps_the_content_it_holds() -> None:
+    # Read the Docs wraps the whole page, its menu and its article, in "wy-grid-for-nav".
+    menu = "".join(f"<li><a href='/p{n}.html'>Chapter {n} of the manual</a></li>" for n in range(60))
+    article = " ".join(f"Sentence {n} of the frequently asked questions." for n in range(10))
+    html = (f"<html><body><div class='wy-grid-for-nav'><div class='wy-menu' role='navigation'><ul>{menu}</ul>"
+            f"</div><div class='wy-nav-content'><div role='main'><h1>FAQ</h1><p>{article}</p></div></div></div>"
+            "</body></html>")
+    extracted = main_text(html)
+    assert "sentence 9 of the frequently asked questions" in extracted and "chapter 3" not in extracted

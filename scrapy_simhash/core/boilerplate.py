@@ -17,13 +17,17 @@ import re
 
 from lxml import etree
 
-from .names import BY_NAME, BY_ROLE, NOT_BOILERPLATE, attributes_say_boilerplate
+from .names import BY_NAME, BY_ROLE, MAIN_BY_ROLE, NOT_BOILERPLATE, attributes_say_boilerplate
 
 BOILERPLATE_TAGS = ("nav", "header", "footer", "aside", "form", "menu", "dialog")
 _BOILERPLATE_TAG_SET = frozenset(BOILERPLATE_TAGS)
 #: Only these are checked for boilerplate class/id names: containers and paragraphs (a
 #: byline, a copyright line), not inline text.
 CONTAINER_TAGS = ("div", "section", "ul", "ol", "table", "p")
+#: The page's content by its tag (or by ``role="main"``): an element named boilerplate that
+#: holds one is the page's frame, not its navigation (Read the Docs wraps the whole page,
+#: its menu and its article, in ``wy-grid-for-nav``).
+LANDMARK_TAGS = ("main", "article")
 #: An element holding more than this share of the page's text is never pruned: some
 #: sites wrap the whole page in a <header> or a "page-header" div. Unless it is mostly
 #: link text: a book's table of contents in a <nav> outweighs a short chapter page.
@@ -81,20 +85,27 @@ def _text_chars(element: etree._Element) -> int:
 
 def boilerplate_elements(body: etree._Element) -> list[etree._Element]:
     """The elements :func:`prune_boilerplate` looks at: by tag, then by role or names.
-
     (It keeps some of them: one that holds most of the page's text and is not mostly links.)
     """
     # One walk of the tree for both kinds (each walk of a big page costs ~0.1 ms); the
     # tagged ones come first, as they are removed first.
     tagged: list[etree._Element] = []
     named: list[etree._Element] = []
-    for element in body.iter(*BOILERPLATE_TAGS, *CONTAINER_TAGS):
+    landmarks: list[etree._Element] = []
+    for element in body.iter(*BOILERPLATE_TAGS, *CONTAINER_TAGS, *LANDMARK_TAGS):
         if element.tag in _BOILERPLATE_TAG_SET:
             tagged.append(element)
+        elif element.tag in LANDMARK_TAGS:
+            landmarks.append(element)
         else:
             verdict = _attribute_verdict(element)
             if verdict == BY_ROLE or (verdict == BY_NAME and not reads_as_section(element)):
                 named.append(element)
+            elif verdict == MAIN_BY_ROLE:
+                landmarks.append(element)
+    if landmarks and named:
+        frame = {ancestor for landmark in landmarks for ancestor in landmark.iterancestors()}
+        named = [element for element in named if element not in frame or _attribute_verdict(element) == BY_ROLE]
     return tagged + named
 
 

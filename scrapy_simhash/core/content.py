@@ -150,6 +150,7 @@ def _configure_c_code() -> None:
         (BLOCK_TAGS, _extract.BLOCK),
         (boilerplate.BOILERPLATE_TAGS, _extract.BOILERPLATE),
         (boilerplate.CONTAINER_TAGS, _extract.CONTAINER),
+        (boilerplate.LANDMARK_TAGS, _extract.LANDMARK),
         ({"a"}, _extract.LINK),
         ({"h1"}, _extract.HEADING),
         ({"main"}, _extract.MAIN),
@@ -171,6 +172,7 @@ def _configure_c_code() -> None:
     shares = (
         descent.DESCEND_SHARE, descent.FAIR_SHARE, descent.WINNER_SHARE, descent.WINNER_MARGIN,
         _MAX_LINK_DENSITY, _MIN_PROSE_SHARE, boilerplate.MAX_PRUNED_SHARE, boilerplate.MAX_LINK_SHARE,
+        descent.WINNER_LEAD,
     )  # fmt: skip
     counts = (descent.MAX_CONTESTANTS, textsize.MAX_SIZED_AT_ONCE, boilerplate.MIN_SECTION_PROSE)
     credit = (is_credit_line, boilerplate.CREDIT_BRACKETS, boilerplate.CREDIT_FIRST_LETTERS)

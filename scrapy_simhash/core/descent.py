@@ -27,6 +27,11 @@ WINNER_SHARE, WINNER_MARGIN = 0.6, 3.0
 #: below its signature): it belongs with its term, and one winner inside another would
 #: each leave a quarter of the text behind.
 ENTRY_PARTS = frozenset({"dd"})
+#: ...nor into one with more than this share of the prose before it: a forum's first
+#: post comes first (its replies after it), while the biggest part of an article or an
+#: API page comes after its lead (a class's description and its summary tables before
+#: its methods' details).
+WINNER_LEAD = 0.1
 #: Those two rules weigh every child: only for elements with few children (columns,
 #: posts), not for an article's hundred paragraphs.
 MAX_CONTESTANTS = 16
@@ -127,9 +132,15 @@ def _clear_winner(
         return None
     if len(ranked) > 1 and ranked[0][0] < WINNER_MARGIN * ranked[1][0]:
         return None
-    if ranked[0][1].tag in ENTRY_PARTS:
+    winner = ranked[0][1]
+    if winner.tag in ENTRY_PARTS:
         return None
-    return ranked[0][1], ranked[0][0]
+    lead = 0
+    for chars, child in sizes:  # (in document order)
+        if child is winner:
+            break
+        lead += chars
+    return None if lead > WINNER_LEAD * held else (winner, ranked[0][0])
 
 
 def _dominant_child(

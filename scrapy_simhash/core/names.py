@@ -20,6 +20,7 @@ from typing import Final
 NOT_BOILERPLATE: Final = 0
 BY_ROLE: Final = 1  # its ARIA role, or hidden: boilerplate whatever it holds
 BY_NAME: Final = 2  # a class or id word: boilerplate unless it reads as a section
+MAIN_BY_ROLE: Final = 3  # role="main": the content itself, and what holds it is the page's frame
 
 _BOILERPLATE_ROLES = frozenset(
     {"navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar", "dialog"}
@@ -66,7 +67,8 @@ def _says(words: list[str], vocabulary: frozenset[str], parts: tuple[str, ...]) 
 
 def attributes_say_boilerplate(pairs: tuple[tuple[str, str], ...]) -> int:
     """Whether an element with these attributes (``element.items()``) is boilerplate:
-    :data:`NOT_BOILERPLATE`, :data:`BY_ROLE` or :data:`BY_NAME`.
+    :data:`NOT_BOILERPLATE`, :data:`BY_ROLE` or :data:`BY_NAME`; or the page's content by
+    its ARIA role (:data:`MAIN_BY_ROLE`).
 
     >>> attributes_say_boilerplate((("class", "site-footer"),)), attributes_say_boilerplate((("id", "domains"),))
     (2, 0)
@@ -76,6 +78,8 @@ def attributes_say_boilerplate(pairs: tuple[tuple[str, str], ...]) -> int:
     attributes = dict(pairs)
     if attributes.get("role") in _BOILERPLATE_ROLES or _is_hidden(attributes):
         return BY_ROLE
+    if attributes.get("role") == "main":
+        return MAIN_BY_ROLE
     class_words = name_words(attributes.get("class") or "")
     id_words = name_words(attributes.get("id") or "")
     says_boilerplate = _says(class_words, _CLASS_WORDS, _FRAME_PARTS) or _says(id_words, _ID_WORDS, _ID_PARTS)

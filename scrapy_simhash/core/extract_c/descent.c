@@ -149,6 +149,13 @@ clear_winner(const Tree *tree, const Size *sizes, int n, long held)
     if (tree->elements[sizes[top].child].flags & ENTRY_PART) {
         return NOT_FOUND;
     }
+    long lead = 0; /* the prose before it (descent._clear_winner) */
+    for (int i = 0; i < top; i++) {
+        lead += sizes[i].chars;
+    }
+    if ((double)lead > extract_rules.winner_lead * (double)held) {
+        return NOT_FOUND;
+    }
     return sizes[top];
 }
 

@@ -51,6 +51,7 @@ enum {
     PARAGRAPH = 1 << 13,       /* <p> */
     ENTRY_PART = 1 << 14,      /* descent.ENTRY_PARTS: never a clear winner */
     CELL = 1 << 15,            /* text.CELL_TAGS: a space before its text, no block boundary */
+    LANDMARK = 1 << 16,        /* boilerplate.LANDMARK_TAGS: what holds one is the page's frame */
 };
 
 /* The rules, from configure(). */
@@ -60,6 +61,7 @@ typedef struct {
     PyObject *credit;                           /* str -> bool: a credit or legal line */
     PyObject *credit_brackets, *credit_letters; /* str: how one may start */
     double descend_share, fair_share, winner_share, winner_margin, link_density, prose_share, pruned_share, link_share;
+    double winner_lead; /* descent.WINNER_LEAD */
     Py_ssize_t contestants, sized_at_once, min_section_prose;
 } Rules;
 

@@ -108,11 +108,11 @@ static PyObject *
 configure(PyObject *module, PyObject *args)
 {
     PyObject *tags, *verdict, *credit, *brackets, *letters;
-    double shares[8];
+    double shares[9];
     Py_ssize_t counts[3];
-    if (!PyArg_ParseTuple(args, "O!O(OUU)(dddddddd)(nnn):configure", &PyDict_Type, &tags, &verdict, &credit, &brackets,
+    if (!PyArg_ParseTuple(args, "O!O(OUU)(ddddddddd)(nnn):configure", &PyDict_Type, &tags, &verdict, &credit, &brackets,
                           &letters, &shares[0], &shares[1], &shares[2], &shares[3], &shares[4], &shares[5], &shares[6],
-                          &shares[7], &counts[0], &counts[1], &counts[2])) {
+                          &shares[7], &shares[8], &counts[0], &counts[1], &counts[2])) {
         return NULL;
     }
     if (!PyCallable_Check(verdict) || !PyCallable_Check(credit)) {
@@ -131,6 +131,7 @@ configure(PyObject *module, PyObject *args)
     extract_rules.winner_margin = shares[3], extract_rules.link_density = shares[4],
     extract_rules.prose_share = shares[5];
     extract_rules.pruned_share = shares[6], extract_rules.link_share = shares[7];
+    extract_rules.winner_lead = shares[8];
     extract_rules.contestants = counts[0], extract_rules.sized_at_once = counts[1];
     extract_rules.min_section_prose = counts[2];
     Py_RETURN_NONE;
@@ -144,7 +145,7 @@ static PyMethodDef methods[] = {
      "block_keys(blocks, short_block): templates.block_key of each block."},
     {"configure", configure, METH_VARARGS,
      "configure(tags, verdict, (credit, its brackets, its first letters), (descend, fair, winner, margin, link "
-     "density, prose, pruned, pruned link shares),"
+     "density, prose, pruned, pruned link shares, winner's lead),"
      " (contestants, sized at once, least prose of a section))"},
     {NULL, NULL, 0, NULL},
 };
@@ -176,7 +177,7 @@ PyInit__extract(void)
         {"TEXT_BLOCK", TEXT_BLOCK}, {"LISTING", LISTING},
         {"INVISIBLE", INVISIBLE},   {"NEVER_LINK_LIST", NEVER_LINK_LIST},
         {"SECTION_HEADING", SECTION_HEADING}, {"PARAGRAPH", PARAGRAPH},
-        {"ENTRY_PART", ENTRY_PART}, {"CELL", CELL},
+        {"ENTRY_PART", ENTRY_PART}, {"CELL", CELL}, {"LANDMARK", LANDMARK},
     };
     if (extract_unsupported == NULL || PyModule_AddObjectRef(module, "Unsupported", extract_unsupported) < 0) {
         Py_DECREF(module);

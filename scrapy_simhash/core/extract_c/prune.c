@@ -92,7 +92,7 @@ extract_forget_verdicts(void)
 }
 
 /* Verdicts of names.attributes_say_boilerplate. */
-enum { NOT_BOILERPLATE, BY_ROLE, BY_NAME };
+enum { NOT_BOILERPLATE, BY_ROLE, BY_NAME, MAIN_BY_ROLE };
 
 /* boilerplate._attribute_verdict: a verdict, or -1 with an exception. */
 static int
@@ -125,9 +125,9 @@ named_boilerplate(const xmlNode *node, Buffer *key)
     Py_XDECREF(pairs);
     long answered = answer ? PyLong_AsLong(answer) : -1;
     Py_XDECREF(answer);
-    if (answered < NOT_BOILERPLATE || answered > BY_NAME) {
+    if (answered < NOT_BOILERPLATE || answered > MAIN_BY_ROLE) {
         if (!PyErr_Occurred()) {
-            PyErr_Format(PyExc_ValueError, "a verdict is 0, 1 or 2, not %ld", answered);
+            PyErr_Format(PyExc_ValueError, "a verdict is 0, 1, 2 or 3, not %ld", answered);
         }
         return -1;
     }
@@ -234,12 +234,16 @@ extract_prune(Tree *tree)
         goto done;
     }
     int *named = doomed + tree->n_elements;
+    char *in_frame = is_doomed; /* (before it marks the doomed): holds the page's content */
     for (int index = 0; index < tree->n_elements; index++) {
         unsigned flags = tree->elements[index].flags;
+        int verdict = NOT_BOILERPLATE;
         if (flags & BOILERPLATE) {
             doomed[n_tagged++] = index;
-        } else if (flags & CONTAINER) {
-            int verdict = named_boilerplate(tree->elements[index].node, &key);
+            continue;
+        }
+        if (flags & CONTAINER) {
+            verdict = named_boilerplate(tree->elements[index].node, &key);
             if (verdict < 0) {
                 goto done;
             }
@@ -247,7 +251,22 @@ extract_prune(Tree *tree)
                 named[n_named++] = index;
             }
         }
+        if ((flags & LANDMARK) || verdict == MAIN_BY_ROLE) {
+            for (int at = tree->elements[index].parent; at >= 0 && !in_frame[at]; at = tree->elements[at].parent) {
+                in_frame[at] = 1;
+            }
+        }
     }
+    /* boilerplate.boilerplate_elements: a frame named boilerplate stays, unless by its role. */
+    int kept_named = 0;
+    for (int i = 0; i < n_named; i++) {
+        int index = named[i];
+        if (!in_frame[index] || named_boilerplate(tree->elements[index].node, &key) == BY_ROLE) {
+            named[kept_named++] = index;
+        }
+    }
+    n_named = kept_named;
+    memset(in_frame, 0, (size_t)tree->n_elements + 1);
     /* The tagged ones first: they are removed first. */
     memmove(doomed + n_tagged, named, sizeof(int) * (size_t)n_named);
     int n_doomed = n_tagged + n_named;
