@@ -9,7 +9,8 @@ Layout, with no Python object per fingerprint:
 * per table of the :class:`~._tables.TableDesign`: row ids sorted by bucket and
   a bucket directory (:class:`~._buckets.SortedBuckets`), 4 bytes a row per table;
 * a small write buffer of recent rows (:class:`~._buckets.WriteBuffer`), merged
-  into the sorted arrays once it holds ``max(4096, min(n / 64, 131072))`` rows;
+  into the sorted arrays once it holds ``max(4096, min(n / 64, 131072))`` rows, a step
+  per insert (:mod:`._merge`: no call does the O(n) merge at once);
 * removed rows as a set of tombstones, compacted away when they outnumber both
   the buffer bound and 1/4 of the rows.
 
@@ -32,6 +33,7 @@ from ..core.sketch import check_sketch, estimated_similarity
 from ._buckets import SortedBuckets, WriteBuffer, bucket_stats, probe_kernel
 from ._design_choice import design_for_size, starting_design
 from ._key_lookup import KeyLookup
+from ._merge import MergeSteps, finish, merge_steps, merged
 from ._storage import GrowableArray, KeyStore, SketchStore, entry_columns, fingerprint_array
 from ._tables import TableDesign
 from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex
@@ -55,6 +57,9 @@ class MemoryIndex(SimhashIndex):
     backend_name = "memory"
     _sorted: SortedBuckets
     _buffer: WriteBuffer
+    #: The merge under way (see :mod:`._merge`) and the rows it moves, still searched here.
+    _merging: MergeSteps | None
+    _frozen: WriteBuffer | None
 
     def __init__(
         self,
@@ -200,7 +205,7 @@ class MemoryIndex(SimhashIndex):
         described = {
             **super().describe(),
             "design": self.design.describe(),
-            "buffered": len(self._buffer),
+            "buffered": len(self._buffer) + (len(self._frozen) if self._frozen is not None else 0),
             "removed_pending": len(self._removed),
             "probe": probe_kernel(),
         }
@@ -229,8 +234,10 @@ class MemoryIndex(SimhashIndex):
         self._sketches.append(sketch)
         self._fingerprints.append(fingerprint)
         self._buffer.add(row, fingerprint, bucket_keys)
+        if self._merging is not None:
+            self._merge_step()
         if len(self._buffer) >= self._buffer_bound():
-            self._merge_buffer()
+            self._start_merge()
 
     def _remove_rows(self, rows: list[int]) -> int:
         self._removed.update(rows)
@@ -247,6 +254,8 @@ class MemoryIndex(SimhashIndex):
         """``{row: full distance}`` of every live row within ``max_distance`` off *wildcard*."""
         fingerprints = self._fingerprints.values
         found = self._sorted.matches(fingerprints, fingerprint, self.max_distance, wildcard)
+        if self._frozen is not None:
+            found.update(self._frozen.matches(fingerprints, fingerprint, self.max_distance, wildcard))
         if len(self._buffer):
             found.update(self._buffer.matches(fingerprints, fingerprint, self.max_distance, wildcard))
         return self._live(found)
@@ -275,7 +284,7 @@ class MemoryIndex(SimhashIndex):
         return sorted(matches, key=Match.order)
 
     def _query_chunk(self, queries: npt.NDArray[np.uint64]) -> list[list[Match]]:
-        bucket_keys = self.design.bucket_keys_array(queries)
+        bucket_keys = self._sorted.design.bucket_keys_array(queries)  # (wider past a merge under way)
         query_ids, rows = self._sorted.candidates_many(bucket_keys)
         distances = np.bitwise_count(self._fingerprints.values[rows] ^ queries[query_ids])
         close = distances <= self.max_distance
@@ -283,32 +292,57 @@ class MemoryIndex(SimhashIndex):
         hits = zip(query_ids[close].tolist(), rows[close].tolist(), distances[close].tolist())
         for q, row, distance in hits:
             found[q][row] = distance
-        if len(self._buffer):
-            fingerprints = self._fingerprints.values
-            for q, fingerprint in enumerate(queries.tolist()):
-                found[q].update(self._buffer.matches(fingerprints, fingerprint, self.max_distance))
+        fingerprints = self._fingerprints.values
+        for buffer in (self._frozen, self._buffer):
+            if buffer is not None and len(buffer):
+                for q, fingerprint in enumerate(queries.tolist()):
+                    found[q].update(buffer.matches(fingerprints, fingerprint, self.max_distance))
         return [self._matches(self._live(found_of_query)) for found_of_query in found]
 
     def _merge_buffer(self) -> None:
+        """Merge every buffered row now (bulk loads)."""
+        self._finish_merge()
         if len(self._buffer):
             self._merge_rows(self._buffer.first_row)
 
     def _merge_rows(self, first_row: int) -> None:
-        """Move rows ``first_row ...`` (all unmerged) into the sorted arrays."""
+        """Move rows ``first_row ...`` (all unmerged, none in a merge under way) into the
+        sorted arrays at once."""
         size = len(self._fingerprints)
-        fingerprints = self._fingerprints.values
-        self._sorted = self._sorted.merged_with(fingerprints[first_row:], first_row)
-        wider = design_for_size(self.design, size) if self._auto_design else self.design
-        if wider.prefix_bits > self.design.prefix_bits:
-            self.design = wider  # more buckets as the index grows: once per doubling
-            self._sorted = self._sorted.widened(wider, fingerprints)
+        self.design = self._design_for(size)
+        self._sorted = merged(self._sorted, self._fingerprints.values, first_row, self.design)
         self._buffer = WriteBuffer(self.design, size)
+
+    def _start_merge(self) -> None:
+        """Freeze the write buffer and start merging it, a step per insert from now on."""
+        self._finish_merge()  # (never under way by then at the default bound: see _merge)
+        size = len(self._fingerprints)
+        self.design = self._design_for(size)  # new rows are bucketed as the merged tables will be
+        self._frozen, self._buffer = self._buffer, WriteBuffer(self.design, size)
+        self._merging = merge_steps(self._sorted, self._fingerprints.values, self._frozen.first_row, self.design)
+        self._merge_step()
+
+    def _merge_step(self) -> None:
+        assert self._merging is not None
+        try:
+            next(self._merging)
+        except StopIteration as done:
+            self._sorted, self._merging, self._frozen = done.value, None, None
+
+    def _finish_merge(self) -> None:
+        if self._merging is not None:
+            self._sorted, self._merging, self._frozen = finish(self._merging), None, None
+
+    def _design_for(self, size: int) -> TableDesign:
+        """More buckets as the index grows (once per doubling), unless the design was given."""
+        return design_for_size(self.design, size) if self._auto_design else self.design
 
     def _reset_tables(self) -> None:
         """Sort every row into the tables again; empty the write buffer."""
         fps = self._fingerprints.values
         self._sorted = SortedBuckets.build(self.design, fps)
         self._buffer = WriteBuffer(self.design, len(fps))
+        self._merging, self._frozen = None, None
 
     def _compact(self) -> None:
         """Drop removed rows for good (renumbers rows, so rebuilds the tables)."""
