@@ -79,31 +79,23 @@ def _merge_table(
     while start < buckets:
         stop = int(np.searchsorted(directory, directory[start] + STEP_ENTRIES, side="right")) - 1
         stop = min(max(stop, start + 1), buckets)
-        _fill_range(old.rows[table], old_directory, directory, start, stop, out_rows,
-                    (sorted_keys, targets, order + first_row))
+        first, last = np.searchsorted(sorted_keys, [start, stop])
+        old_rows = old.rows[table][old_directory[start] : old_directory[stop]]
+        interleave(out_rows, int(directory[start]), old_rows, targets[first:last], order[first:last] + first_row)
         start = stop
         yield
 
 
-def _fill_range(
-    old_rows: npt.NDArray[np.uint32],
-    old_directory: npt.NDArray[np.int64],
-    directory: npt.NDArray[np.int64],
-    start: int,
-    stop: int,
-    out_rows: npt.NDArray[np.uint32],
-    new: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[Any]],
+def interleave(
+    out: npt.NDArray[Any], low: int, old: npt.NDArray[Any], targets: npt.NDArray[np.int64], new: npt.NDArray[Any]
 ) -> None:
-    """Buckets ``start ... stop - 1`` of the merged table: old rows and new rows
-    (*new*: their sorted keys, their places in the merged table, their row ids)."""
-    sorted_keys, targets, new_rows = new
-    low, high = int(directory[start]), int(directory[stop])
-    first, last = np.searchsorted(sorted_keys, [start, stop])
-    segment = out_rows[low:high]
-    is_old = np.ones(high - low, dtype=bool)
-    is_old[targets[first:last] - low] = False
-    segment[is_old] = old_rows[old_directory[start] : old_directory[stop]]
-    segment[~is_old] = new_rows[first:last]
+    """Fill ``out[low : low + len(old) + len(new)]``: the *new* values at their places
+    *targets* (in *out*, increasing), the *old* ones in order around them."""
+    segment = out[low : low + len(old) + len(new)]
+    is_old = np.ones(len(segment), dtype=bool)
+    is_old[targets - low] = False
+    segment[is_old] = old
+    segment[~is_old] = new
 
 
 def merged(old: SortedBuckets, fingerprints: npt.NDArray[np.uint64], first_row: int, design: TableDesign) -> SortedBuckets:
