@@ -88,10 +88,15 @@ class CrcTable:
     def rows_with(self, crc: int) -> list[int]:
         """The rows with this CRC, in the order added."""
         value = np.uint32(crc)  # of the array's type: a Python int would convert the whole array
-        start = int(np.searchsorted(self._crcs, value, side="left"))
-        stop = int(np.searchsorted(self._crcs, value, side="right"))
-        frozen = self._frozen.rows_with(crc) if self._frozen is not None else []
-        return [*self._rows[start:stop].tolist(), *frozen, *self._recent.rows_with(crc)]
+        start = int(self._crcs.searchsorted(value))
+        if start < len(self._crcs) and self._crcs[start] == value:  # (a new page's key: seldom)
+            stop = int(self._crcs.searchsorted(value, side="right"))
+            rows = self._rows[start:stop].tolist()
+        else:
+            rows = []
+        if self._frozen is not None:
+            rows += self._frozen.rows_with(crc)
+        return rows + self._recent.rows_with(crc)
 
     def without_rows_before(self, first: int) -> CrcTable:
         """A table of rows ``first ...`` only, renumbered from 0."""
