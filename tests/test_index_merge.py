@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from probe_kernels import KERNELS, using_kernel
-from scrapy_simhash.index import _merge, memory
+from scrapy_simhash.index import _merge
 from scrapy_simhash.index._buckets import SortedBuckets
 from scrapy_simhash.index._design_choice import design_for_size
 from scrapy_simhash.index._storage import GrowableArray
@@ -53,7 +53,7 @@ def test_checks_during_a_merge_find_what_brute_force_finds(
             if i % 7 == 3:
                 assert index.remove_key(key) == reference.remove_key(key)
             assert index.add_if_new(fingerprint, key, wildcard) == reference.add_if_new(fingerprint, key, wildcard)
-            under_way += index._merging is not None
+            under_way += index._tables.merging is not None
             probe = around(rng, bases, 5)
             assert index.query(probe, wildcard) == reference.query(probe, wildcard)
         assert under_way > 0
@@ -66,20 +66,21 @@ def test_no_insert_runs_a_whole_merge(small_steps: None, monkeypatch: pytest.Mon
     """At the default buffer bound each merge ends, a step per insert, before the next one
     is due: no call finishes one at once."""
     finished: list[int] = []
+    run_to_end = _merge.finish
 
     def finish(steps: _merge.MergeSteps) -> SortedBuckets:
         finished.append(1)
-        return _merge.finish(steps)
+        return run_to_end(steps)
 
-    monkeypatch.setattr(memory, "finish", finish)
+    monkeypatch.setattr(_merge, "finish", finish)
     monkeypatch.setattr(_merge, "STEP_ENTRIES", 256)
     rng = random.Random(4)
     index = MemoryIndex(3, expected_size=0)
     merges = 0
     for i in range(40_000):
-        was_merging = index._merging is not None
+        was_merging = index._tables.merging is not None
         index.add(rng.getrandbits(64), f"k{i}")
-        merges += index._merging is not None and not was_merging
+        merges += index._tables.merging is not None and not was_merging
     assert merges >= 5 and finished == []
     assert index.design == design_for_size(index.design, 40_000)  # widened on the way
 

@@ -11,13 +11,13 @@ the inserts that fill the next buffer (``min(n / 64, 131072)``), so merges never
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ._buckets import SortedBuckets, check_rows, sort_dtype, sorted_table
+from ._buckets import SortedBuckets, WriteBuffer, check_rows, sort_dtype, sorted_table
 from ._tables import TableDesign
 
 #: Entries of one table moved per step: ~1 ms of NumPy copying.
@@ -25,6 +25,57 @@ STEP_ENTRIES = 1 << 18
 
 #: A merge in progress: each ``next()`` does one step; it returns the merged tables.
 MergeSteps = Generator[None, None, SortedBuckets]
+
+
+class BufferedTables:
+    """The sorted tables, the write buffer in front of them, and the merge under way (its
+    rows stay searchable in their frozen buffer until it ends)."""
+
+    def __init__(self, sorted_part: SortedBuckets, first_row: int) -> None:
+        self.sorted = sorted_part
+        self.buffer = WriteBuffer(sorted_part.design, first_row)
+        self.frozen: WriteBuffer | None = None
+        self.merging: MergeSteps | None = None
+
+    def buffers(self) -> list[WriteBuffer]:
+        """The write buffers that hold rows, oldest first."""
+        return [buffer for buffer in (self.frozen, self.buffer) if buffer is not None and len(buffer)]
+
+    def matches(
+        self, fingerprints: npt.NDArray[np.uint64], fingerprint: int, max_distance: int, wildcard: int = 0
+    ) -> dict[int, int]:
+        """``{row: full distance}`` of every row within *max_distance* off *wildcard*."""
+        found = self.sorted.matches(fingerprints, fingerprint, max_distance, wildcard)
+        for buffer in self.buffers():
+            found.update(buffer.matches(fingerprints, fingerprint, max_distance, wildcard))
+        return found
+
+    def add(self, row: int, fingerprint: int, bucket_keys: Sequence[int]) -> None:
+        """Buffer a row (*bucket_keys*: in the buffer's design); a step of the merge under way."""
+        self.buffer.add(row, fingerprint, bucket_keys)
+        if self.merging is not None:
+            try:
+                next(self.merging)
+            except StopIteration as done:
+                self.sorted, self.merging, self.frozen = done.value, None, None
+
+    def start_merge(self, fingerprints: npt.NDArray[np.uint64], design: TableDesign) -> None:
+        """Freeze the buffer and merge it a step per :meth:`add`; new rows go into a new
+        buffer of *design* (the merged tables', wider as the index grows)."""
+        self.finish()  # (never under way by then at the index's bound: see the module doc)
+        self.frozen, self.buffer = self.buffer, WriteBuffer(design, len(fingerprints))
+        self.merging = merge_steps(self.sorted, fingerprints, self.frozen.first_row, design)
+
+    def merge_now(self, fingerprints: npt.NDArray[np.uint64], first_row: int, design: TableDesign) -> None:
+        """Merge every row from *first_row* on (all unmerged) at once (bulk loads)."""
+        self.finish()
+        self.sorted = merged(self.sorted, fingerprints, first_row, design)
+        self.buffer = WriteBuffer(design, len(fingerprints))
+
+    def finish(self) -> None:
+        """Run the merge under way to its end."""
+        if self.merging is not None:
+            self.sorted, self.merging, self.frozen = finish(self.merging), None, None
 
 
 def merge_steps(

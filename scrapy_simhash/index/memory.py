@@ -30,10 +30,10 @@ import numpy.typing as npt
 
 from ..core.fingerprint import check_fingerprint
 from ..core.sketch import check_sketch, estimated_similarity
-from ._buckets import SortedBuckets, WriteBuffer, bucket_stats, probe_kernel
+from ._buckets import SortedBuckets, bucket_stats, probe_kernel
 from ._design_choice import design_for_size, starting_design
 from ._key_lookup import KeyLookup
-from ._merge import MergeSteps, finish, merge_steps, merged
+from ._merge import BufferedTables
 from ._storage import GrowableArray, KeyStore, SketchStore, entry_columns, fingerprint_array
 from ._tables import TableDesign
 from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex
@@ -55,11 +55,7 @@ class MemoryIndex(SimhashIndex):
     """
 
     backend_name = "memory"
-    _sorted: SortedBuckets
-    _buffer: WriteBuffer
-    #: The merge under way (see :mod:`._merge`) and the rows it moves, still searched here.
-    _merging: MergeSteps | None
-    _frozen: WriteBuffer | None
+    _tables: BufferedTables
 
     def __init__(
         self,
@@ -205,7 +201,7 @@ class MemoryIndex(SimhashIndex):
         described = {
             **super().describe(),
             "design": self.design.describe(),
-            "buffered": len(self._buffer) + (len(self._frozen) if self._frozen is not None else 0),
+            "buffered": sum(map(len, self._tables.buffers())),
             "removed_pending": len(self._removed),
             "probe": probe_kernel(),
         }
@@ -218,13 +214,13 @@ class MemoryIndex(SimhashIndex):
     def memory_usage(self) -> dict[str, int]:
         """Allocated bytes of the index structure, the keys (and their lookup, once built) and
         the sketches (buffers excluded)."""
-        index_bytes = self._fingerprints.nbytes + self._sorted.nbytes
+        index_bytes = self._fingerprints.nbytes + self._tables.sorted.nbytes
         key_bytes = self._keys.nbytes + (self._key_lookup.nbytes if self._key_lookup is not None else 0)
         return {"index_bytes": index_bytes, "key_bytes": key_bytes, "sketch_bytes": self._sketches.nbytes}
 
     def bucket_stats(self) -> dict[str, Any]:
         """Bucket sizes of the sorted part: largest, skew, candidates per probe."""
-        return bucket_stats(self._sorted)
+        return bucket_stats(self._tables.sorted)
 
     # -- internals ------------------------------------------------------------
 
@@ -233,11 +229,10 @@ class MemoryIndex(SimhashIndex):
         self._keys.append(key)  # first: it validates the key
         self._sketches.append(sketch)
         self._fingerprints.append(fingerprint)
-        self._buffer.add(row, fingerprint, bucket_keys)
-        if self._merging is not None:
-            self._merge_step()
-        if len(self._buffer) >= self._buffer_bound():
-            self._start_merge()
+        self._tables.add(row, fingerprint, bucket_keys)
+        if len(self._tables.buffer) >= self._buffer_bound():
+            self.design = self._design_for(len(self._fingerprints))  # new rows bucketed as the merged tables
+            self._tables.start_merge(self._fingerprints.values, self.design)
 
     def _remove_rows(self, rows: list[int]) -> int:
         self._removed.update(rows)
@@ -253,12 +248,7 @@ class MemoryIndex(SimhashIndex):
     def _probe(self, fingerprint: int, wildcard: int = 0) -> dict[int, int]:
         """``{row: full distance}`` of every live row within ``max_distance`` off *wildcard*."""
         fingerprints = self._fingerprints.values
-        found = self._sorted.matches(fingerprints, fingerprint, self.max_distance, wildcard)
-        if self._frozen is not None:
-            found.update(self._frozen.matches(fingerprints, fingerprint, self.max_distance, wildcard))
-        if len(self._buffer):
-            found.update(self._buffer.matches(fingerprints, fingerprint, self.max_distance, wildcard))
-        return self._live(found)
+        return self._live(self._tables.matches(fingerprints, fingerprint, self.max_distance, wildcard))
 
     def _live(self, found: dict[int, int]) -> dict[int, int]:
         """*found* without the removed rows (tombstones)."""
@@ -284,8 +274,9 @@ class MemoryIndex(SimhashIndex):
         return sorted(matches, key=Match.order)
 
     def _query_chunk(self, queries: npt.NDArray[np.uint64]) -> list[list[Match]]:
-        bucket_keys = self._sorted.design.bucket_keys_array(queries)  # (wider past a merge under way)
-        query_ids, rows = self._sorted.candidates_many(bucket_keys)
+        sorted_part = self._tables.sorted
+        bucket_keys = sorted_part.design.bucket_keys_array(queries)  # (narrower during a widening merge)
+        query_ids, rows = sorted_part.candidates_many(bucket_keys)
         distances = np.bitwise_count(self._fingerprints.values[rows] ^ queries[query_ids])
         close = distances <= self.max_distance
         found: list[dict[int, int]] = [{} for _ in range(len(queries))]
@@ -293,45 +284,21 @@ class MemoryIndex(SimhashIndex):
         for q, row, distance in hits:
             found[q][row] = distance
         fingerprints = self._fingerprints.values
-        for buffer in (self._frozen, self._buffer):
-            if buffer is not None and len(buffer):
-                for q, fingerprint in enumerate(queries.tolist()):
-                    found[q].update(buffer.matches(fingerprints, fingerprint, self.max_distance))
+        for buffer in self._tables.buffers():
+            for q, fingerprint in enumerate(queries.tolist()):
+                found[q].update(buffer.matches(fingerprints, fingerprint, self.max_distance))
         return [self._matches(self._live(found_of_query)) for found_of_query in found]
 
     def _merge_buffer(self) -> None:
         """Merge every buffered row now (bulk loads)."""
-        self._finish_merge()
-        if len(self._buffer):
-            self._merge_rows(self._buffer.first_row)
+        self._tables.finish()
+        if len(self._tables.buffer):
+            self._merge_rows(self._tables.buffer.first_row)
 
     def _merge_rows(self, first_row: int) -> None:
-        """Move rows ``first_row ...`` (all unmerged, none in a merge under way) into the
-        sorted arrays at once."""
-        size = len(self._fingerprints)
-        self.design = self._design_for(size)
-        self._sorted = merged(self._sorted, self._fingerprints.values, first_row, self.design)
-        self._buffer = WriteBuffer(self.design, size)
-
-    def _start_merge(self) -> None:
-        """Freeze the write buffer and start merging it, a step per insert from now on."""
-        self._finish_merge()  # (never under way by then at the default bound: see _merge)
-        size = len(self._fingerprints)
-        self.design = self._design_for(size)  # new rows are bucketed as the merged tables will be
-        self._frozen, self._buffer = self._buffer, WriteBuffer(self.design, size)
-        self._merging = merge_steps(self._sorted, self._fingerprints.values, self._frozen.first_row, self.design)
-        self._merge_step()
-
-    def _merge_step(self) -> None:
-        assert self._merging is not None
-        try:
-            next(self._merging)
-        except StopIteration as done:
-            self._sorted, self._merging, self._frozen = done.value, None, None
-
-    def _finish_merge(self) -> None:
-        if self._merging is not None:
-            self._sorted, self._merging, self._frozen = finish(self._merging), None, None
+        """Move rows ``first_row ...`` (all unmerged) into the sorted arrays at once."""
+        self.design = self._design_for(len(self._fingerprints))
+        self._tables.merge_now(self._fingerprints.values, first_row, self.design)
 
     def _design_for(self, size: int) -> TableDesign:
         """More buckets as the index grows (once per doubling), unless the design was given."""
@@ -340,9 +307,7 @@ class MemoryIndex(SimhashIndex):
     def _reset_tables(self) -> None:
         """Sort every row into the tables again; empty the write buffer."""
         fps = self._fingerprints.values
-        self._sorted = SortedBuckets.build(self.design, fps)
-        self._buffer = WriteBuffer(self.design, len(fps))
-        self._merging, self._frozen = None, None
+        self._tables = BufferedTables(SortedBuckets.build(self.design, fps), len(fps))
 
     def _compact(self) -> None:
         """Drop removed rows for good (renumbers rows, so rebuilds the tables)."""
