@@ -6,7 +6,8 @@
 
 Per size: bulk build time, index and key bytes per fingerprint, single ``add_if_new``
 latency (p50/p99 over ``--calls`` calls, 10% of them near-duplicates; and of
-``replace_if_new``, what a crawl calls, whose keys_B includes the key lookup), batched
+``replace_if_new``, what a crawl calls, whose keys_B includes the key lookup; and the
+longest single call over enough of them to merge the write buffer), batched
 ``query_many`` throughput, and an exactness check against brute force on a sample.
 Fingerprints are uniform random (the design's assumption); keys are ~35-byte URLs.
 """
@@ -111,14 +112,23 @@ def timed_build(build: Callable[[], Any], trace: bool = True) -> tuple[Any, floa
 
 def latencies_us(call: Callable[[int, str], object], probes: Sequence[int]) -> tuple[float, float]:
     """p50 and p99 of single calls, in microseconds."""
-    clock, timings = time.perf_counter_ns, []
+    p50, p99 = np.percentile(timings_us(call, probes), [50, 99])
+    return float(p50), float(p99)
+
+
+def timings_us(
+    call: Callable[[int, str], object], probes: Sequence[int], prefix: str = "new",
+    clock: Callable[[], int] = time.perf_counter_ns,
+) -> npt.NDArray[np.float64]:
+    """The time of each single call, in microseconds (*clock*: wall time, or this thread's
+    CPU time, which leaves out the time other processes took the core)."""
+    timings = []
     for i, fingerprint in enumerate(probes):
-        key = f"https://example.com/new/{i}"
+        key = f"https://example.com/{prefix}/{i}"
         start = clock()
         call(fingerprint, key)
         timings.append(clock() - start)
-    p50, p99 = np.percentile(np.array(timings) / 1000, [50, 99])
-    return float(p50), float(p99)
+    return np.array(timings) / 1000
 
 
 def throughput(run: Callable[[list[int]], object], queries: list[int]) -> float:
@@ -168,6 +178,7 @@ def bench_memory(
     if args.wildcard_bits:
         row["wildcard"] = bench_wildcard(index, brute, rng, fps, args)
         row["replace"] = bench_replace(index, rng, fps, args)
+        row["longest"] = bench_longest(index, rng, fps, args)
     return row
 
 
@@ -216,6 +227,26 @@ def bench_replace(
     keys_bytes = index.memory_usage()["key_bytes"] / len(index)
     return {"impl": f"memory, replace_if_new, {args.wildcard_bits} wildcard bits (lookup built in "
             f"{build_seconds:.2f} s)", "design": "same", "keys_B": keys_bytes, "p50_us": p50, "p99_us": p99}
+
+
+def bench_longest(
+    index: MemoryIndex, rng: np.random.Generator, fps: Fingerprints, args: argparse.Namespace
+) -> dict[str, Any]:
+    """The longest single replace_if_new over enough calls to fill the write buffer and
+    merge it (a step per call) and to grow the columns: what holds the reactor longest. In
+    CPU time: on a shared machine, wall time adds whatever the other processes took."""
+    calls = int(max(args.calls, len(index) // 64 * 1.1))
+    sketch = rng.bytes(32)
+    probes = mixed_probes(rng, fps, calls, args.max_distance)
+    masks = {probe: weakest_bits(rng.random(64), args.wildcard_bits) for probe in probes}
+    gc.collect()
+    gc.freeze()  # this script's own objects (the probes): the collector walks none of the index's
+    timings = timings_us(lambda f, key: index.replace_if_new(f, key, masks[f], sketch), probes, "longest",
+                         time.thread_time_ns)
+    gc.unfreeze()
+    p50, p99 = np.percentile(timings, [50, 99])
+    return {"impl": f"memory, replace_if_new x {calls:,}, CPU time: longest call {timings.max() / 1000:.1f} ms, "
+            f"{int((timings > 10_000).sum())} over 10 ms", "design": "same", "p50_us": p50, "p99_us": p99}
 
 
 def bench_brute(
@@ -322,7 +353,7 @@ def main() -> None:
     for size in args.sizes:
         fps = rng.integers(0, 2**64 - 1, size, dtype=np.uint64, endpoint=True)
         memory = bench_memory(args, fps, rng)
-        extra = [memory.pop(name) for name in ("wildcard", "replace") if name in memory]
+        extra = [memory.pop(name) for name in ("wildcard", "replace", "longest") if name in memory]
         rows = [memory, *extra, memory.pop("brute")]
         if size <= args.simhash_max:
             rows.append(bench_simhash_package(args, fps, rng))

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from probe_kernels import KERNELS, using_kernel
+from scrapy_simhash.index import _design_choice
 from scrapy_simhash.index._buckets import SortedBuckets
 from scrapy_simhash.index._design_choice import choose_design
 from scrapy_simhash.index._storage import KeyStore
@@ -288,14 +289,19 @@ def test_widening_the_buckets_gives_what_a_fresh_build_gives(size: int, narrow: 
 
 def test_an_index_sized_for_a_billion_pages_starts_small() -> None:
     index = MemoryIndex(3, expected_size=10**9)
-    assert len(index.design.tables) == len(choose_design(3, 10**9).tables)  # the tables for its size...
+    cap = _design_choice.MEMORY_MAX_BYTES_PER_FINGERPRINT  # the tables for its size in memory...
+    assert index.design.tables == choose_design(3, 10**9, max_bytes_per_fingerprint=cap).tables
     assert index.memory_usage()["index_bytes"] <= 100 * 2**20  # ...but buckets that grow as pages come
+
+
+@pytest.mark.parametrize("size", [10**6, 10**7, 10**8, 10**9])
+def test_the_memory_index_design_takes_at_most_26_bytes_a_fingerprint(size: int) -> None:
+    design = _design_choice.design_for_size(_design_choice.starting_design(3, size), size)
+    assert _design_choice.bytes_per_fingerprint(design, size) <= 26
 
 
 def test_an_index_built_in_bulk_gets_buckets_for_its_size(monkeypatch: pytest.MonkeyPatch) -> None:
     """The small start is for an empty index: a reopened store's is sized for what it holds."""
-    from scrapy_simhash.index import _design_choice
-
     monkeypatch.setattr(_design_choice, "EMPTY_INDEX_BYTES", 4096)  # any start is small now
     fingerprints = np.random.default_rng(3).integers(0, 2**64 - 1, 100_000, dtype=np.uint64)
     index = MemoryIndex.from_arrays(fingerprints, KeyStore.from_keys(map(str, range(100_000))), 3)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
+from scrapy_simhash.index import _merge
 from scrapy_simhash.index._key_lookup import CrcTable, KeyLookup
 from scrapy_simhash.index._storage import KeyStore
 from scrapy_simhash.index.brute import BruteForceIndex
@@ -25,6 +28,20 @@ def test_crc_table_finds_every_row_across_merges_and_cuts() -> None:
     cut.extend([5, 5])
     expected = [row - 12_345 for row, value in enumerate(crcs) if value == 5 and row >= 12_345]
     assert cut.rows_with(5) == [*expected, cut.rows - 2, cut.rows - 1]
+
+
+def test_crc_table_answers_while_a_merge_is_under_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_merge, "STEP_ENTRIES", 64)  # a merge takes ~100 rows added
+    rng = random.Random(4)
+    crcs = [rng.randrange(500) for _ in range(12_000)]
+    table, under_way = CrcTable(), 0
+    for row, crc in enumerate(crcs):
+        table.extend([crc])
+        under_way += table._merging is not None
+        if row % 97 == 0:
+            probe = crcs[rng.randrange(row + 1)]
+            assert table.rows_with(probe) == [r for r, value in enumerate(crcs[: row + 1]) if value == probe]
+    assert under_way > 100
 
 
 def test_key_lookup_compares_the_keys_of_rows_whose_crc_matches() -> None:

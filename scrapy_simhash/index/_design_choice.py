@@ -37,6 +37,10 @@ _FINGERPRINT_BYTES = 8
 _OFFSET_BYTES = 4
 #: Default memory cap of :func:`choose_design`, index structure only (no keys).
 DEFAULT_MAX_BYTES_PER_FINGERPRINT = 64.0
+#: The in-memory index's cap (:func:`starting_design`): 100M fingerprints in ~2.6 GB. For
+#: k = 3 that keeps the 4 tables of 16-bit blocks (24 bytes, 1/8 growth slack aside) at any
+#: size, where 64 would take 10 tables (48) past ~13.5M.
+MEMORY_MAX_BYTES_PER_FINGERPRINT = 26.0
 #: What the bucket directories of an empty index may take (:func:`starting_design`): an
 #: index sized for 1e9 pages would otherwise hold 1.3 GB before its first page.
 EMPTY_INDEX_BYTES = 64 * 2**20
@@ -90,16 +94,17 @@ def choose_design(
 
 
 def starting_design(max_distance: int, expected_size: int) -> TableDesign:
-    """The design an empty index starts with: :func:`choose_design`'s tables for
-    *expected_size*, with buckets for no more fingerprints than directories of
-    :data:`EMPTY_INDEX_BYTES` hold; they widen as pages come (:func:`design_for_size`).
+    """The design an in-memory index starts with: :func:`choose_design`'s tables for
+    *expected_size* within :data:`MEMORY_MAX_BYTES_PER_FINGERPRINT`, with buckets for no
+    more fingerprints than directories of :data:`EMPTY_INDEX_BYTES` hold; they widen as
+    pages come (:func:`design_for_size`).
 
-    >>> starting_design(3, 1_000_000_000).describe()["prefix_bits"]
-    20
+    >>> starting_design(3, 1_000_000_000).describe()["tables"]
+    4
     >>> starting_design(3, 1_000_000) == choose_design(3, 1_000_000)
     True
     """
-    design = choose_design(max_distance, expected_size)
+    design = choose_design(max_distance, expected_size, max_bytes_per_fingerprint=MEMORY_MAX_BYTES_PER_FINGERPRINT)
     most_buckets = EMPTY_INDEX_BYTES // (len(design.tables) * _OFFSET_BYTES)
     if 2**design.prefix_bits <= most_buckets:
         return design

@@ -2,29 +2,59 @@
 
 Each record's key is looked up through a 32-bit CRC of its stored bytes (the same in
 every process, unlike ``hash()``): a :class:`CrcTable` holds the rows sorted by CRC
-(8 bytes a row: CRC and row id) plus a dict of the rows added since its last merge,
-merged in once they are ``max(4096, n / 64)`` (as the tables' write buffer in
-:mod:`.memory`). A CRC only narrows the search: the keys of the rows it names are then
-compared (:class:`KeyLookup` here; the check script for a Redis worker's mirror).
+(8 bytes a row: CRC and row id) plus the rows added since its last merge, chained by
+CRC in plain ints (as the tables' write buffer in :mod:`.memory`: nothing for the garbage
+collector to walk), merged in once they are ``max(4096, n / 64)``, a slice per row added
+(:func:`._merge.interleave`: no call does the O(n) merge at once). A CRC only narrows the
+search: the keys of the rows it names are then compared (:class:`KeyLookup` here; the
+check script for a Redis worker's mirror).
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
+from . import _merge
 from ._storage import KeyStore, encode_key
 
 _MIN_RECENT = 4096
 _EMPTY = np.empty(0, dtype=np.uint32)
+# CRCs of a merge placed per step: random reads into the sorted CRCs, ~1 ms at 10M rows.
+_SEARCHED_PER_STEP = 8192
 
 
 def key_crc(stored_key: bytes | bytearray) -> int:
     """The 32-bit CRC a key is looked up by, of its bytes as stored."""
     return zlib.crc32(stored_key)
+
+
+class _Recent:
+    """Rows ``first ...`` and their CRCs: ``crc -> newest row``, and per row the one
+    before it with the same CRC (-1: none)."""
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.crcs = array("I")  # (4 bytes, as np.uint32)
+        self._newest: dict[int, int] = {}
+        self._older = array("q")
+
+    def add(self, crc: int) -> None:
+        row = self.first + len(self.crcs)
+        self.crcs.append(crc)
+        self._older.append(self._newest.get(crc, -1))
+        self._newest[crc] = row
+
+    def rows_with(self, crc: int) -> list[int]:
+        rows, row = [], self._newest.get(crc, -1)
+        while row >= 0:
+            rows.append(row)
+            row = self._older[row - self.first]
+        return rows[::-1]
 
 
 class CrcTable:
@@ -33,29 +63,40 @@ class CrcTable:
     def __init__(self) -> None:
         self._crcs: npt.NDArray[np.uint32] = _EMPTY  # sorted
         self._rows: npt.NDArray[np.uint32] = _EMPTY  # the row of each CRC above
-        self._recent: dict[int, list[int]] = {}
+        self._recent = _Recent(0)
+        self._frozen: _Recent | None = None  # being merged by _merging
+        self._merging: Iterator[None] | None = None
         self.rows = 0  # rows added so far
 
     def extend(self, crcs: Sequence[int] | npt.NDArray[np.uint32]) -> None:
         """Add the next rows, with these CRCs."""
         if len(crcs) >= _MIN_RECENT:  # in bulk (a mirror reading the log): sorted in at once
             self._merge()
-            rows = np.arange(self.rows, self.rows + len(crcs), dtype=np.uint32)
-            self._sort_in(np.asarray(crcs, dtype=np.uint32), rows)
+            self._recent = _Recent(self.rows)
+            self._recent.crcs.extend(np.asarray(crcs, dtype=np.uint32).tolist())
             self.rows += len(crcs)
+            self._merge()
             return
         for crc in crcs.tolist() if isinstance(crcs, np.ndarray) else crcs:
-            self._recent.setdefault(crc, []).append(self.rows)
+            self._recent.add(crc)
             self.rows += 1
-        if self.rows - len(self._crcs) >= max(_MIN_RECENT, len(self._crcs) // 64):
-            self._merge()
+            if self._merging is not None:
+                next(self._merging, None)
+        if len(self._recent.crcs) >= max(_MIN_RECENT, len(self._crcs) // 64):
+            self._start_merge()
 
     def rows_with(self, crc: int) -> list[int]:
         """The rows with this CRC, in the order added."""
         value = np.uint32(crc)  # of the array's type: a Python int would convert the whole array
-        start = int(np.searchsorted(self._crcs, value, side="left"))
-        stop = int(np.searchsorted(self._crcs, value, side="right"))
-        return [*self._rows[start:stop].tolist(), *self._recent.get(crc, ())]
+        start = int(self._crcs.searchsorted(value))
+        if start < len(self._crcs) and self._crcs[start] == value:  # (a new page's key: seldom)
+            stop = int(self._crcs.searchsorted(value, side="right"))
+            rows = self._rows[start:stop].tolist()
+        else:
+            rows = []
+        if self._frozen is not None:
+            rows += self._frozen.rows_with(crc)
+        return rows + self._recent.rows_with(crc)
 
     def without_rows_before(self, first: int) -> CrcTable:
         """A table of rows ``first ...`` only, renumbered from 0."""
@@ -64,6 +105,7 @@ class CrcTable:
         table = CrcTable()
         table._crcs, table._rows = self._crcs[kept], self._rows[kept] - np.uint32(first)
         table.rows = max(self.rows - first, 0)
+        table._recent = _Recent(table.rows)
         return table
 
     @property
@@ -71,22 +113,44 @@ class CrcTable:
         return int(self._crcs.nbytes + self._rows.nbytes)
 
     def _merge(self) -> None:
-        """Sort the recent rows in (stable: the rows of a CRC stay in the order added)."""
-        if not self._recent:
-            return
-        pairs = sorted((row, crc) for crc, rows in self._recent.items() for row in rows)
-        new_rows = np.fromiter((row for row, _ in pairs), dtype=np.uint32, count=len(pairs))
-        new_crcs = np.fromiter((crc for _, crc in pairs), dtype=np.uint32, count=len(pairs))
-        self._recent = {}
-        self._sort_in(new_crcs, new_rows)
+        """Sort every row in now."""
+        for _ in self._merging or ():
+            pass
+        if len(self._recent.crcs):
+            self._start_merge()
+            for _ in self._merging or ():
+                pass
 
-    def _sort_in(self, crcs: npt.NDArray[np.uint32], rows: npt.NDArray[np.uint32]) -> None:
-        """Add rows (all after those in the arrays, in order) to the sorted arrays: sorted
-        apart, then inserted in one linear pass (not a sort of the whole)."""
-        order = np.argsort(crcs, kind="stable")
-        at = np.searchsorted(self._crcs, crcs[order], side="right")  # after the older rows of a CRC
-        self._crcs = np.insert(self._crcs, at, crcs[order])
-        self._rows = np.insert(self._rows, at, rows[order])
+    def _start_merge(self) -> None:
+        for _ in self._merging or ():  # (at the default bound, long done by now)
+            pass
+        self._frozen, self._recent = self._recent, _Recent(self.rows)
+        self._merging = self._merge_steps(self._frozen)
+
+    def _merge_steps(self, frozen: _Recent) -> Iterator[None]:
+        """Sort *frozen*'s rows in (stable: the rows of a CRC stay in the order added), a
+        slice of the merged arrays a step; the table answers from the old ones meanwhile."""
+        crcs = np.frombuffer(frozen.crcs, dtype=np.uint32) if len(frozen.crcs) else _EMPTY
+        order = np.argsort(crcs.astype(np.uint16), kind="stable")  # two 16-bit radix passes: ~1 ms
+        order = order[np.argsort((crcs[order] >> 16).astype(np.uint16), kind="stable")]  # for 131k rows
+        new_crcs, new_rows = crcs[order], (order + frozen.first).astype(np.uint32)
+        # after the older rows of a CRC: their places in the merged arrays (a slice a step)
+        targets = np.empty(len(order), dtype=np.int64)
+        for start in range(0, len(order), _SEARCHED_PER_STEP):
+            yield
+            part = slice(start, start + _SEARCHED_PER_STEP)
+            targets[part] = np.searchsorted(self._crcs, new_crcs[part], side="right")
+        targets += np.arange(len(order))
+        size = len(self._crcs) + len(order)
+        merged_crcs, merged_rows = np.empty(size, dtype=np.uint32), np.empty(size, dtype=np.uint32)
+        for low in range(0, size, _merge.STEP_ENTRIES):
+            yield
+            high = min(low + _merge.STEP_ENTRIES, size)
+            first, last = np.searchsorted(targets, [low, high])
+            old = slice(low - first, high - last)  # the old entries between
+            _merge.interleave(merged_crcs, low, self._crcs[old], targets[first:last], new_crcs[first:last])
+            _merge.interleave(merged_rows, low, self._rows[old], targets[first:last], new_rows[first:last])
+        self._crcs, self._rows, self._frozen, self._merging = merged_crcs, merged_rows, None, None
 
 
 class KeyLookup:

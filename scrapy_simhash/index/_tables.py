@@ -93,21 +93,24 @@ class TableDesign:
 
     def bucket_keys_array(self, fingerprints: npt.NDArray[np.uint64]) -> npt.NDArray[np.unsignedinteger[Any]]:
         """Bucket keys of many fingerprints: shape ``(tables, n)``, uint32 (uint64 past 32 bits)."""
+        return np.stack([self.table_keys_array(fingerprints, table) for table in range(len(self.tables))])
+
+    def table_keys_array(self, fingerprints: npt.NDArray[np.uint64], table: int) -> npt.NDArray[np.unsignedinteger[Any]]:
+        """The bucket keys of many fingerprints in one *table* (a merge step works a table at a time)."""
         fps = np.asarray(fingerprints, dtype="<u8")
         dtype = np.uint32 if self.prefix_bits <= 32 else np.uint64
-        out = np.zeros((len(self._terms), len(fps)), dtype=dtype)
+        keys = np.zeros(len(fps), dtype=dtype)
         # Bits 16j..16j+15 of every fingerprint, as a strided uint16 view: a term inside
         # one lane is read from it with narrow ops (a 10M-entry reopen spends most of its
         # time here), the others with 64-bit shifts.
         lanes = fps.view("<u2").reshape(-1, 4)
-        for row, terms in zip(out, self._terms):
-            for src, mask, dst in terms:
-                if src % 16 + mask.bit_length() <= 16:
-                    part = (lanes[:, src // 16] >> np.uint16(src % 16)) & np.uint16(mask)
-                else:
-                    part = (fps >> np.uint64(src)) & np.uint64(mask)
-                row |= part.astype(dtype) << dtype(dst)
-        return out
+        for src, mask, dst in self._terms[table]:
+            if src % 16 + mask.bit_length() <= 16:
+                part = (lanes[:, src // 16] >> np.uint16(src % 16)) & np.uint16(mask)
+            else:
+                part = (fps >> np.uint64(src)) & np.uint64(mask)
+            keys |= part.astype(dtype) << dtype(dst)
+        return keys
 
     def expected_candidates(self, size: int) -> float:
         """Mean candidates per probe over all tables, for uniform fingerprints."""

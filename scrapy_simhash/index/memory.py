@@ -9,7 +9,8 @@ Layout, with no Python object per fingerprint:
 * per table of the :class:`~._tables.TableDesign`: row ids sorted by bucket and
   a bucket directory (:class:`~._buckets.SortedBuckets`), 4 bytes a row per table;
 * a small write buffer of recent rows (:class:`~._buckets.WriteBuffer`), merged
-  into the sorted arrays once it holds ``max(4096, min(n / 64, 131072))`` rows;
+  into the sorted arrays once it holds ``max(4096, min(n / 64, 131072))`` rows, a step
+  per insert (:mod:`._merge`: no call does the O(n) merge at once);
 * removed rows as a set of tombstones, compacted away when they outnumber both
   the buffer bound and 1/4 of the rows.
 
@@ -29,9 +30,10 @@ import numpy.typing as npt
 
 from ..core.fingerprint import check_fingerprint
 from ..core.sketch import check_sketch, estimated_similarity
-from ._buckets import SortedBuckets, WriteBuffer, bucket_stats, probe_kernel
+from ._buckets import SortedBuckets, bucket_stats, probe_kernel
 from ._design_choice import design_for_size, starting_design
 from ._key_lookup import KeyLookup
+from ._merge import BufferedTables
 from ._storage import GrowableArray, KeyStore, SketchStore, entry_columns, fingerprint_array
 from ._tables import TableDesign
 from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex
@@ -53,8 +55,7 @@ class MemoryIndex(SimhashIndex):
     """
 
     backend_name = "memory"
-    _sorted: SortedBuckets
-    _buffer: WriteBuffer
+    _tables: BufferedTables
 
     def __init__(
         self,
@@ -200,7 +201,7 @@ class MemoryIndex(SimhashIndex):
         described = {
             **super().describe(),
             "design": self.design.describe(),
-            "buffered": len(self._buffer),
+            "buffered": sum(map(len, self._tables.buffers())),
             "removed_pending": len(self._removed),
             "probe": probe_kernel(),
         }
@@ -213,13 +214,13 @@ class MemoryIndex(SimhashIndex):
     def memory_usage(self) -> dict[str, int]:
         """Allocated bytes of the index structure, the keys (and their lookup, once built) and
         the sketches (buffers excluded)."""
-        index_bytes = self._fingerprints.nbytes + self._sorted.nbytes
+        index_bytes = self._fingerprints.nbytes + self._tables.sorted.nbytes
         key_bytes = self._keys.nbytes + (self._key_lookup.nbytes if self._key_lookup is not None else 0)
         return {"index_bytes": index_bytes, "key_bytes": key_bytes, "sketch_bytes": self._sketches.nbytes}
 
     def bucket_stats(self) -> dict[str, Any]:
         """Bucket sizes of the sorted part: largest, skew, candidates per probe."""
-        return bucket_stats(self._sorted)
+        return bucket_stats(self._tables.sorted)
 
     # -- internals ------------------------------------------------------------
 
@@ -228,9 +229,10 @@ class MemoryIndex(SimhashIndex):
         self._keys.append(key)  # first: it validates the key
         self._sketches.append(sketch)
         self._fingerprints.append(fingerprint)
-        self._buffer.add(row, fingerprint, bucket_keys)
-        if len(self._buffer) >= self._buffer_bound():
-            self._merge_buffer()
+        self._tables.add(row, fingerprint, bucket_keys)
+        if len(self._tables.buffer) >= self._buffer_bound():
+            self.design = self._design_for(len(self._fingerprints))  # new rows bucketed as the merged tables
+            self._tables.start_merge(self._fingerprints.values, self.design)
 
     def _remove_rows(self, rows: list[int]) -> int:
         self._removed.update(rows)
@@ -246,10 +248,7 @@ class MemoryIndex(SimhashIndex):
     def _probe(self, fingerprint: int, wildcard: int = 0) -> dict[int, int]:
         """``{row: full distance}`` of every live row within ``max_distance`` off *wildcard*."""
         fingerprints = self._fingerprints.values
-        found = self._sorted.matches(fingerprints, fingerprint, self.max_distance, wildcard)
-        if len(self._buffer):
-            found.update(self._buffer.matches(fingerprints, fingerprint, self.max_distance, wildcard))
-        return self._live(found)
+        return self._live(self._tables.matches(fingerprints, fingerprint, self.max_distance, wildcard))
 
     def _live(self, found: dict[int, int]) -> dict[int, int]:
         """*found* without the removed rows (tombstones)."""
@@ -275,40 +274,40 @@ class MemoryIndex(SimhashIndex):
         return sorted(matches, key=Match.order)
 
     def _query_chunk(self, queries: npt.NDArray[np.uint64]) -> list[list[Match]]:
-        bucket_keys = self.design.bucket_keys_array(queries)
-        query_ids, rows = self._sorted.candidates_many(bucket_keys)
+        sorted_part = self._tables.sorted
+        bucket_keys = sorted_part.design.bucket_keys_array(queries)  # (narrower during a widening merge)
+        query_ids, rows = sorted_part.candidates_many(bucket_keys)
         distances = np.bitwise_count(self._fingerprints.values[rows] ^ queries[query_ids])
         close = distances <= self.max_distance
         found: list[dict[int, int]] = [{} for _ in range(len(queries))]
         hits = zip(query_ids[close].tolist(), rows[close].tolist(), distances[close].tolist())
         for q, row, distance in hits:
             found[q][row] = distance
-        if len(self._buffer):
-            fingerprints = self._fingerprints.values
+        fingerprints = self._fingerprints.values
+        for buffer in self._tables.buffers():
             for q, fingerprint in enumerate(queries.tolist()):
-                found[q].update(self._buffer.matches(fingerprints, fingerprint, self.max_distance))
+                found[q].update(buffer.matches(fingerprints, fingerprint, self.max_distance))
         return [self._matches(self._live(found_of_query)) for found_of_query in found]
 
     def _merge_buffer(self) -> None:
-        if len(self._buffer):
-            self._merge_rows(self._buffer.first_row)
+        """Merge every buffered row now (bulk loads)."""
+        self._tables.finish()
+        if len(self._tables.buffer):
+            self._merge_rows(self._tables.buffer.first_row)
 
     def _merge_rows(self, first_row: int) -> None:
-        """Move rows ``first_row ...`` (all unmerged) into the sorted arrays."""
-        size = len(self._fingerprints)
-        fingerprints = self._fingerprints.values
-        self._sorted = self._sorted.merged_with(fingerprints[first_row:], first_row)
-        wider = design_for_size(self.design, size) if self._auto_design else self.design
-        if wider.prefix_bits > self.design.prefix_bits:
-            self.design = wider  # more buckets as the index grows: once per doubling
-            self._sorted = self._sorted.widened(wider, fingerprints)
-        self._buffer = WriteBuffer(self.design, size)
+        """Move rows ``first_row ...`` (all unmerged) into the sorted arrays at once."""
+        self.design = self._design_for(len(self._fingerprints))
+        self._tables.merge_now(self._fingerprints.values, first_row, self.design)
+
+    def _design_for(self, size: int) -> TableDesign:
+        """More buckets as the index grows (once per doubling), unless the design was given."""
+        return design_for_size(self.design, size) if self._auto_design else self.design
 
     def _reset_tables(self) -> None:
         """Sort every row into the tables again; empty the write buffer."""
         fps = self._fingerprints.values
-        self._sorted = SortedBuckets.build(self.design, fps)
-        self._buffer = WriteBuffer(self.design, len(fps))
+        self._tables = BufferedTables(SortedBuckets.build(self.design, fps), len(fps))
 
     def _compact(self) -> None:
         """Drop removed rows for good (renumbers rows, so rebuilds the tables)."""

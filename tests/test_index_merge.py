@@ -1,0 +1,118 @@
+"""No insert into the in-memory index does O(n) work: the write buffer is merged a step per
+insert (``index/_merge.py``), and a column moves to its larger copy a slice per append."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from probe_kernels import KERNELS, using_kernel
+from scrapy_simhash.index import _merge
+from scrapy_simhash.index._buckets import SortedBuckets
+from scrapy_simhash.index._design_choice import design_for_size
+from scrapy_simhash.index._storage import GrowableArray
+from scrapy_simhash.index._tables import make_design
+from scrapy_simhash.index.brute import BruteForceIndex
+from scrapy_simhash.index.memory import MemoryIndex
+
+
+@pytest.fixture
+def small_steps(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Steps of a few entries: a merge stays under way across many inserts."""
+    monkeypatch.setattr(_merge, "STEP_ENTRIES", 16)
+    yield
+
+
+def around(rng: random.Random, bases: list[int], flips: int) -> int:
+    fingerprint = rng.choice(bases)
+    for _ in range(rng.randint(0, flips)):
+        fingerprint ^= 1 << rng.randrange(64)
+    return fingerprint
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32), buffer_limit=st.integers(2, 40), wildcard_bits=st.sampled_from([0, 6, 14]))
+def test_checks_during_a_merge_find_what_brute_force_finds(
+    small_steps: None, kernel: str, seed: int, buffer_limit: int, wildcard_bits: int
+) -> None:
+    rng = random.Random(seed)
+    bases = [rng.getrandbits(64) for _ in range(6)]
+    with using_kernel(kernel):
+        index, reference = MemoryIndex(3, expected_size=0), BruteForceIndex(3)
+        index.buffer_limit = buffer_limit
+        under_way = 0
+        for i in range(300):
+            fingerprint, key = around(rng, bases, 6), f"https://example.com/{i % 250}"
+            wildcard = sum(1 << p for p in rng.sample(range(64), wildcard_bits))
+            if i % 7 == 3:
+                assert index.remove_key(key) == reference.remove_key(key)
+            assert index.add_if_new(fingerprint, key, wildcard) == reference.add_if_new(fingerprint, key, wildcard)
+            under_way += index._tables.merging is not None
+            probe = around(rng, bases, 5)
+            assert index.query(probe, wildcard) == reference.query(probe, wildcard)
+        assert under_way > 0
+        queries = [around(rng, bases, 5) for _ in range(30)]
+        assert index.query_many(queries) == [reference.query(q) for q in queries]
+        assert sorted(index.items()) == sorted(reference.items())
+
+
+def test_no_insert_runs_a_whole_merge(small_steps: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At the default buffer bound each merge ends, a step per insert, before the next one
+    is due: no call finishes one at once."""
+    finished: list[int] = []
+    run_to_end = _merge.finish
+
+    def finish(steps: _merge.MergeSteps) -> SortedBuckets:
+        finished.append(1)
+        return run_to_end(steps)
+
+    monkeypatch.setattr(_merge, "finish", finish)
+    monkeypatch.setattr(_merge, "STEP_ENTRIES", 256)
+    rng = random.Random(4)
+    index = MemoryIndex(3, expected_size=0)
+    merges = 0
+    for i in range(40_000):
+        was_merging = index._tables.merging is not None
+        index.add(rng.getrandbits(64), f"k{i}")
+        merges += index._tables.merging is not None and not was_merging
+    assert merges >= 5 and finished == []
+    assert index.design == design_for_size(index.design, 40_000)  # widened on the way
+
+
+@pytest.mark.parametrize(("size", "new", "step"), [(5000, 700, 64), (70_000, 3000, 1000), (0, 50, 8), (100, 0, 8)])
+def test_a_merge_in_steps_gives_a_fresh_build(monkeypatch: pytest.MonkeyPatch, size: int, new: int, step: int) -> None:
+    monkeypatch.setattr(_merge, "STEP_ENTRIES", step)
+    fingerprints = np.random.default_rng(size).integers(0, 2**64 - 1, size + new, dtype=np.uint64)
+    design = make_design(3, 4, 12)
+    old = SortedBuckets.build(design, fingerprints[:size])
+    steps = _merge.merge_steps(old, fingerprints, size, design)
+    taken = sum(1 for _ in steps)  # (a for loop runs the steps and drops what they return)
+    merged = _merge.merged(old, fingerprints, size, design)
+    built = SortedBuckets.build(design, fingerprints)
+    assert np.array_equal(merged.rows, built.rows) and np.array_equal(merged.directories, built.directories)
+    assert taken >= len(design.tables) * (size + new) // (step * 2)
+
+
+def test_a_growing_column_moves_to_its_larger_copy_a_slice_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    copied_whole: list[int] = []
+    reserve = GrowableArray._reserve
+
+    def spy(column: GrowableArray, needed: int) -> None:
+        copied_whole.append(needed)
+        reserve(column, needed)
+
+    monkeypatch.setattr(GrowableArray, "_reserve", spy)
+    column = GrowableArray(np.uint64, np.arange(5000))
+    for value in range(5000, 30_000):
+        column.append(value)
+    for start in range(30_000, 90_000, 4):  # as a sketch store appends: 4 words a row
+        column.extend(np.arange(start, start + 4))
+    assert copied_whole == []
+    assert np.array_equal(column.values, np.arange(90_000))
+    assert column.nbytes <= 90_000 * 8 * 1.2 * 2  # (a larger copy may be under way)
