@@ -121,6 +121,12 @@ class Verdict(NamedTuple):
     #: How many earlier records of the key were removed: the page changed since.
     replaced: int = 0
 
+    @classmethod
+    def of(cls, matches: Sequence[Match], key: str, replaced: int = 0) -> Verdict:
+        """The verdict of a check that found *matches*: the page's own record first
+        (:func:`own_match`, unchanged), else the nearest match, else none (stored)."""
+        return cls(own_match(matches, key) or (matches[0] if matches else None), replaced)
+
 
 class SimhashIndex(ABC):
     """A set of ``(fingerprint, key)`` pairs searchable by Hamming distance.

@@ -38,7 +38,7 @@ from ._mirror import LogMirror
 from ._reader import LogReader
 from ._scripts import LogScripts
 from ._session import LogSession, Retry
-from ..base import DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, SimhashIndexError, Verdict, own_match
+from ..base import DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, SimhashIndexError, Verdict
 
 # Longest tail of unseen records the check script scans (~1 us each in Lua: 128 keep a
 # check under ~250 us of Redis time); a worker further behind catches up first, by reads
@@ -114,7 +114,7 @@ class RedisIndex(SimhashIndex):
         self, fingerprint: int, key: str, wildcard: int = 0, sketch: bytes | None = None
     ) -> Verdict:
         matches, replaced = self._check("replace", fingerprint, key, wildcard, sketch)
-        return Verdict(own_match(matches, key) or (matches[0] if matches else None), replaced)
+        return Verdict.of(matches, key, replaced)
 
     def query(self, fingerprint: int, wildcard: int = 0, sketch: bytes | None = None) -> list[Match]:
         return self._check("query", fingerprint, "", wildcard, sketch)[0]

@@ -26,8 +26,9 @@ _UNAVAILABLE = (
     redis.exceptions.ReadOnlyError,
     redis.exceptions.MasterDownError,
     redis.exceptions.TryAgainError,
-    redis.exceptions.ClusterDownError,  # a cluster with slots not served (a node down)
-    redis.exceptions.ClusterError,  # redirections or retries exhausted
+    # a cluster with slots not served (ClusterDownError, a node down), or its redirections
+    # or retries exhausted
+    redis.exceptions.ClusterError,
     redis.exceptions.SlotNotCoveredError,
 )
 # The same conditions met inside a script come back as a script error; Redis

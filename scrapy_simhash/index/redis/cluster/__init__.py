@@ -111,7 +111,7 @@ class ClusterIndex(SimhashIndex):
 
     def replace_if_new(self, fingerprint: int, key: str, wildcard: int = 0, sketch: bytes | None = None) -> Verdict:
         matches, replaced, _ = self._check("replace", fingerprint, key, wildcard, sketch)
-        return Verdict(own_match(matches, key) or (matches[0] if matches else None), replaced)
+        return Verdict.of(matches, key, replaced)
 
     def query(self, fingerprint: int, wildcard: int = 0, sketch: bytes | None = None) -> list[Match]:
         page = self._page(fingerprint, "", wildcard, sketch)
