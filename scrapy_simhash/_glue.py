@@ -129,6 +129,9 @@ class NearDuplicateChecker:
             self._outage.failed()
             self._index_error(exc)
             return None
+        except BaseException:
+            self._outage.probe_over()
+            raise
         if self._index_errors:
             self._index_back()
             self._outage.recovered()

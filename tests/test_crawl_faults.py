@@ -157,3 +157,21 @@ def test_the_pause_after_a_failure_doubles_up_to_its_bound_and_ends_with_a_succe
     outage.recovered()
     outage.failed()
     assert outage.pause == _outage.FIRST_PAUSE
+
+
+def test_past_the_pause_one_call_probes_the_index_and_the_others_skip_until_it_ends() -> None:
+    """A hung Redis holds its probe for the socket timeout: the pages checked meanwhile
+    must not wait with it (16 in flight with Scrapy's default concurrency)."""
+    now = [100.0]
+    outage = _outage.Outage(clock=lambda: now[0])
+    outage.failed()
+    now[0] += outage.pause
+    assert [outage.skipping() for _ in range(4)] == [False, True, True, True]  # one probe
+    outage.failed()  # the probe timed out: a longer pause, then one probe again
+    assert outage.pause == 2 * _outage.FIRST_PAUSE and outage.skipping()
+    now[0] += outage.pause
+    assert [outage.skipping() for _ in range(3)] == [False, True, True]
+    outage.probe_over()  # the probe ended in another error: the next call probes
+    assert [outage.skipping() for _ in range(2)] == [False, True]
+    outage.recovered()
+    assert not any(outage.skipping() for _ in range(3))  # no outage: every call asks
