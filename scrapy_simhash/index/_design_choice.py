@@ -121,6 +121,11 @@ def _row_bytes(tables: int) -> int:
     return _FINGERPRINT_BYTES + _ROW_ID_BYTES + (tables - 1) * _SLICE_BYTES + _HINT_BYTES
 
 
+def bulk_design(max_distance: int, size: int) -> TableDesign:
+    """The design of an in-memory index built in bulk over *size* fingerprints."""
+    return design_for_size(starting_design(max_distance, size), size)
+
+
 def design_for_size(design: TableDesign, size: int) -> TableDesign:
     """*design* with a bucket width fit for *size* fingerprints (~16 per bucket)."""
     wanted = math.floor(math.log2(max(size, 1))) - _ROWS_PER_BUCKET_LOG2

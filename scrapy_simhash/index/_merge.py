@@ -82,7 +82,8 @@ class BufferedTables:
         self.finish()
         first_row = len(self.sorted)
         new = np.concatenate((self.buffer.fingerprints, fingerprints))
-        self.sorted = merged(self.sorted, new, first_row, design)
+        if len(new) or design != self.sorted.design:  # (nothing to merge: the tables stay)
+            self.sorted = merged(self.sorted, new, first_row, design)
         self.buffer = WriteBuffer(design, first_row + len(new))
 
     def finish(self) -> None:

@@ -91,8 +91,13 @@ class MemoryIndex(SimhashIndex):
         *,
         sketches: SketchStore | None = None,
         min_similarity: float = DEFAULT_MIN_SIMILARITY,
+        tables: SortedBuckets | None = None,
     ) -> MemoryIndex:
-        """An index over these entries built in bulk (sorts, no per-entry Python)."""
+        """An index over these entries built in bulk (sorts, no per-entry Python).
+
+        *tables*: the sorted tables of the first rows, built before (a disk store's
+        snapshot, checked by :func:`._snapshot.read_snapshot`); the rows after them are merged in.
+        """
         fps, store = entry_columns(fingerprints, keys)
         if sketches is not None and len(sketches) != len(fps):
             raise ValueError(f"{len(fps)} fingerprints but {len(sketches)} sketches")
@@ -101,8 +106,21 @@ class MemoryIndex(SimhashIndex):
             index.design = design_for_size(index.design, len(fps))
         index._keys = store
         index._sketches = sketches if sketches is not None else SketchStore.empty(len(fps))
-        index._reset_tables(fps)
+        if tables is None:
+            index._reset_tables(fps)
+        else:
+            index._hints = GrowableArray(np.uint8, row_hints(index.design, fps))
+            index._tables = BufferedTables(tables, len(tables))
+            index._tables.merge_now(fps[len(tables) :], index.design)
         return index
+
+    def settled_tables(self) -> SortedBuckets:
+        """The sorted tables with every row merged in and the removed ones dropped (renumbering
+        the rows as a reopened disk store will): what a disk store's snapshot holds."""
+        if self._removed:
+            self._compact()
+        self._tables.merge_now(np.empty(0, dtype=np.uint64), self.design)
+        return self._tables.sorted
 
     # -- the interface --------------------------------------------------------
 
