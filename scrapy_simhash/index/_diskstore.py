@@ -66,9 +66,10 @@ class DiskStore(StoreFiles):
         self.lock = threading.RLock()
         self._opened = False  # (closing a store that failed to open syncs nothing)
         records = self._open_files(directory, signature, reset, read_only, compact)
-        declared = records[records["op"] == lf.OP_NAMESPACE]
+        adds = records["op"] == lf.OP_ADD
+        declared = records[records["op"] == lf.OP_NAMESPACE] if not adds.all() else records[:0]
         self._namespaces = {self._key_of(r): int(r["namespace"]) for r in declared}
-        self._at_open = RecordsAtOpen(records[records["op"] == lf.OP_ADD])
+        self._at_open = RecordsAtOpen(records if adds.all() else records[adds])  # (a copy only if needed)
         self.users = 0
         self._opened = True
 
@@ -175,7 +176,7 @@ class DiskStore(StoreFiles):
             records = self._read_log(check_keys=self.read_only).records  # (a writer wrote them itself)
             records = records[records["namespace"] == namespace]
             records = records[live_entries(records, self._key_bytes)]
-        sketches = SketchStore(records["sketch"].reshape(-1))
+        sketches = SketchStore(records["sketch"])
         return records["fingerprint"].copy(), read_keys(self.keys_path, self._keys_fd, records), sketches
 
     @_locked

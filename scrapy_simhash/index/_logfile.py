@@ -77,6 +77,7 @@ OP_ADD, OP_REMOVE, OP_NAMESPACE, OP_CLEAR, OP_REMOVE_ALL = 1, 2, 3, 4, 5
 # splitmix64 constants: a cheap, well-mixing check value computable with NumPy.
 _SEED, _MUL1, _MUL2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 # One multiplier per checked word (all but the check itself), alternating.
+_CHECK_BLOCK = 1 << 15  # records checked at a time: 2 MB, in the cache
 _MULTIPLIERS = tuple(_MUL1 if word % 2 == 0 else _MUL2 for word in range(_WORDS - 1))
 _MASK64 = (1 << 64) - 1
 #: The key offset word: the offset in its low bits (1 TiB of keys), a CRC of the key above.
@@ -104,13 +105,16 @@ def check_value(words: Sequence[int]) -> int:
 
 
 def check_values(records: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
-    """:func:`check_value` of every record, vectorised (uint64 products wrap)."""
+    """:func:`check_value` of every record, vectorised (uint64 products wrap), a block of
+    records at a time: each block's words are read from the cache, not from memory 8 times."""
     words = records.view("<u8").reshape(-1, _WORDS)
     h = np.full(len(words), _SEED, dtype=np.uint64)
-    for column, multiplier in enumerate(_MULTIPLIERS):
-        h ^= words[:, column]
-        h *= np.uint64(multiplier)
-    h ^= h >> np.uint64(31)
+    for start in range(0, len(words), _CHECK_BLOCK):
+        block, out = words[start : start + _CHECK_BLOCK], h[start : start + _CHECK_BLOCK]
+        for column, multiplier in enumerate(_MULTIPLIERS):
+            out ^= block[:, column]
+            out *= np.uint64(multiplier)
+        out ^= out >> np.uint64(31)
     return h
 
 

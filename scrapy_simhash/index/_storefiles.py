@@ -107,7 +107,7 @@ class StoreFiles:
             # New keys go where the key file ends now: records that pointed past it must go
             # before anything is appended (the checkpoint below syncs the cut).
             os.ftruncate(self._log_fd, contents.valid_size)
-        records = records[keep]
+        records = records if keep.all() else records[keep]  # (a copy of every record: only if needed)
         outdated = self.header["version"] != lf.FORMAT_VERSION
         if compaction or (compaction is None and (outdated or worth_compacting(contents.records, len(records)))):
             self.header = compact(self.log_path, self.keys_path, self._keys_fd, self.header, records)
