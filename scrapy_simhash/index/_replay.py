@@ -42,18 +42,25 @@ class LogContents:
         return lf.HEADER_SIZE + len(self.records) * lf.RECORD.itemsize
 
 
-def read_records(path: str, keys_path: str, checkpoint: Checkpoint | None, check_keys: bool = True) -> LogContents:
+def read_records(
+    path: str, keys_path: str, checkpoint: Checkpoint | None, check_keys: bool = True, mapped: bool = False
+) -> LogContents:
     """The whole records of the log at *path*, whose keys are in *keys_path*.
 
     *check_keys*: the records hold their keys' CRCs (format 3). Without a *checkpoint*
-    every record is checked as a tail.
+    every record is checked as a tail. *mapped*: the records are a copy-on-write memory map
+    of the log, not a copy of it (6.4 GB at 100M entries); only for the store's writer, whose
+    lock keeps any other process from cutting the file under the map.
     """
     size = os.path.getsize(path)
     # The key file's size after the log's: a reader beside a live writer then sees
     # every key of the records it reads (keys are written before their records).
     keys_size = os.path.getsize(keys_path)
     count = max(0, size - lf.HEADER_SIZE) // lf.RECORD.itemsize
-    records = np.fromfile(path, dtype=lf.RECORD, count=count, offset=lf.HEADER_SIZE)
+    if mapped and count:
+        records = np.memmap(path, dtype=lf.RECORD, mode="c", offset=lf.HEADER_SIZE, shape=(count,))
+    else:
+        records = np.fromfile(path, dtype=lf.RECORD, count=count, offset=lf.HEADER_SIZE)
     synced = 0 if checkpoint is None else min(count, (checkpoint.log_size - lf.HEADER_SIZE) // lf.RECORD.itemsize)
     end = _first_false(lf.check_values(records) == records["check"], synced, f"{path} has a corrupt record")
     offsets = lf.key_offsets(records[:end])

@@ -89,7 +89,7 @@ class StoreFiles:
     def _read_log(self, check_keys: bool) -> LogContents:
         checkpoint = read_checkpoint(self.directory, self.generation)
         format_3 = self.header["version"] == lf.FORMAT_VERSION
-        return read_records(self.log_path, self.keys_path, checkpoint, check_keys and format_3)
+        return read_records(self.log_path, self.keys_path, checkpoint, check_keys and format_3, not self.read_only)
 
     def _live(self, contents: LogContents, compaction: bool | None) -> npt.NDArray:
         """The live entries and the namespaces of *contents*; a writer also cuts a torn
