@@ -28,9 +28,10 @@ class RecordsAtOpen:
     only ever written after it was opened (a reset's ``OP_CLEAR`` first: :meth:`forget`).
     """
 
-    def __init__(self, records: npt.NDArray) -> None:
+    def __init__(self, records: npt.NDArray, one_namespace: bool = False) -> None:
+        """*one_namespace*: every record is of the default namespace (no need to look)."""
         self._records: npt.NDArray | None = records
-        self._groups: dict[int, npt.NDArray[np.intp] | slice] | None = None
+        self._groups: dict[int, npt.NDArray[np.intp] | slice] | None = {0: slice(None)} if one_namespace else None
         self._taken: set[int] = set()
 
     def take(self, namespace: int) -> npt.NDArray | None:

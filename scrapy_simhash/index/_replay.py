@@ -36,6 +36,7 @@ class LogContents:
 
     records: npt.NDArray[Any]
     truncated_bytes: int
+    ops: npt.NDArray[np.uint8]  # the records' ops (a column read once)
 
     @property
     def valid_size(self) -> int:
@@ -62,14 +63,13 @@ def read_records(
     else:
         records = np.fromfile(path, dtype=lf.RECORD, count=count, offset=lf.HEADER_SIZE)
     synced = 0 if checkpoint is None else min(count, (checkpoint.log_size - lf.HEADER_SIZE) // lf.RECORD.itemsize)
-    end = _first_false(lf.check_values(records) == records["check"], synced, f"{path} has a corrupt record")
-    offsets = lf.key_offsets(records[:end])
-    keyed = (offsets + records["key_length"][:end] <= np.uint64(keys_size)) & (offsets >= lf.KEYS_HEADER_SIZE)
-    end = _first_false(keyed, synced, f"{keys_path} is damaged: it ends ({keys_size} bytes) before the key of record")
+    checked, keyed, ops = lf.record_checks(records, keys_size)
+    end = _first_false(checked, synced, f"{path} has a corrupt record")
+    end = _first_false(keyed[:end], synced, f"{keys_path} is damaged: it ends ({keys_size} bytes) before the key of record")
     if check_keys and end > synced:
         with open(keys_path, "rb") as keys:
             end = synced + _keys_whole(keys.fileno(), records[synced:end])
-    return LogContents(records[:end], size - lf.HEADER_SIZE - end * lf.RECORD.itemsize)
+    return LogContents(records[:end], size - lf.HEADER_SIZE - end * lf.RECORD.itemsize, ops[:end])
 
 
 def _first_false(good: npt.NDArray[np.bool_], synced: int, damage: str) -> int:
@@ -102,15 +102,19 @@ def _keys_whole(keys_fd: int, records: npt.NDArray[Any]) -> int:
     return len(records)
 
 
-def live_entries(records: npt.NDArray[Any], key_of: Callable[[np.void], bytes]) -> npt.NDArray[np.bool_]:
+def live_entries(
+    records: npt.NDArray[Any], key_of: Callable[[np.void], bytes], ops: npt.NDArray[np.uint8] | None = None
+) -> npt.NDArray[np.bool_]:
     """Which *records* are entries still there: added, and not removed or cleared since.
 
-    *key_of* reads a record's key (only removals by key and their targets are read).
+    *key_of* reads a record's key (only removals by key and their targets are read); *ops*:
+    the records' ops, if read already.
     """
-    ops, namespaces = records["op"], records["namespace"]
+    ops = records["op"] if ops is None else ops
     alive = ops == lf.OP_ADD
     clears = np.flatnonzero(ops == lf.OP_CLEAR)
     if len(clears):
+        namespaces = records["namespace"]
         last_clear = np.full(1 << 16, -1, dtype=np.int64)
         np.maximum.at(last_clear, namespaces[clears], clears)
         alive &= np.arange(len(records)) > last_clear[namespaces]
