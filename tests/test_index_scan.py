@@ -90,7 +90,7 @@ def test_the_write_buffer_walk_finds_rows_within_the_distance(scan: ModuleType) 
     design = make_design(3, 4, 8)
     buffer = WriteBuffer(design, 10)
     for row, fingerprint in enumerate([0, 0b0111, 0b1111, 2**64 - 1], 10):
-        buffer.add(row, fingerprint, design.bucket_keys(fingerprint))
+        assert buffer.add(row, fingerprint) == design.bucket_keys(fingerprint)[0]
     assert buffer.matches(0, 3) == {10: 0, 11: 0b0111}
     assert buffer.matches(0, 3, 0b1000) == {10: 0, 11: 0b0111, 12: 0b1111}
     with pytest.raises(IndexError, match="does not hold"):
@@ -142,3 +142,20 @@ def test_a_c_probe_that_differs_from_its_twin_is_switched_off(monkeypatch: pytes
     assert _buckets.c_probe_mismatch() == "it differs from its NumPy twin on a sample"
     monkeypatch.setenv("SIMHASH_C_PROBE", "0")
     assert _buckets.c_probe_mismatch() == "SIMHASH_C_PROBE=0"
+
+
+def test_the_c_write_buffer_add_keeps_what_its_twin_keeps(scan: ModuleType) -> None:
+    design, rng = make_design(3, 4, 8), random.Random(3)
+    fingerprints = [rng.getrandbits(64) for _ in range(500)] * 2  # (some buckets chained)
+    buffers = {}
+    for kernel in KERNELS:
+        with using_kernel(kernel):
+            buffers[kernel] = WriteBuffer(design, 7)
+            keys = [buffers[kernel].add(row, f) for row, f in enumerate(fingerprints, 7)]
+        assert keys == [design.bucket_keys(f)[0] for f in fingerprints]
+    c, twin = buffers["c"], buffers["numpy"]
+    assert (c._newest, c._older, c._fingerprints) == (twin._newest, twin._older, twin._fingerprints)
+    with pytest.raises(TypeError, match="6 arguments"):
+        scan.buffer_add(c._layout, c._newest, c._older)
+    with pytest.raises(TypeError, match="tuples"):
+        scan.buffer_add(c._layout, list(c._newest), c._older, c._fingerprints, 1007, 0)

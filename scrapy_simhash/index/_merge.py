@@ -11,7 +11,7 @@ the inserts that fill the next buffer (``min(n / 64, 131072)``), so merges never
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import numpy as np
@@ -60,14 +60,16 @@ class BufferedTables:
         """Every row's fingerprint, in row order (a new array)."""
         return np.concatenate([self.sorted.row_fingerprints(), *(b.fingerprints for b in self.buffers())])
 
-    def add(self, row: int, fingerprint: int, bucket_keys: Sequence[int]) -> None:
-        """Buffer a row (*bucket_keys*: in the buffer's design); a step of the merge under way."""
-        self.buffer.add(row, fingerprint, bucket_keys)
+    def add(self, row: int, fingerprint: int) -> int:
+        """Buffer a row, and run a step of the merge under way; its table-0 bucket key (in the
+        buffer's design)."""
+        key = self.buffer.add(row, fingerprint)
         if self.merging is not None:
             try:
                 next(self.merging)
             except StopIteration as done:
                 self.sorted, self.merging, self.frozen = done.value, None, None
+        return key
 
     def start_merge(self, design: TableDesign) -> None:
         """Freeze the buffer and merge it a step per :meth:`add`; new rows go into a new
@@ -99,7 +101,7 @@ def merge_steps(
     buckets of *design*, without touching *old*.
 
     *design* is *old*'s, or the same tables with wider buckets (the index grew): then each
-    table is sorted again whole, one step a table.
+    table is sorted again whole, in three steps a table.
     """
     check_rows(first_row + len(fingerprints))
     tables = len(design.tables)
@@ -108,7 +110,7 @@ def merge_steps(
         widened = SortedBuckets.empty(design, len(every))
         for table in range(tables):
             yield
-            widened.fill(every, table)
+            yield from widened.fill_steps(every, table)
         return widened
     merged_part = SortedBuckets.empty(design, first_row + len(fingerprints))
     for table in range(tables):

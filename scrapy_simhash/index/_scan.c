@@ -386,6 +386,86 @@ done:
     return found;
 }
 
+/* list-like append: the array module has no C API. */
+static int
+append(PyObject *array, PyObject *value)
+{
+    PyObject *done = PyObject_CallMethod(array, "append", "O", value);
+    Py_XDECREF(done);
+    return done == NULL ? -1 : 0;
+}
+
+/* One row into a write buffer: per table, its bucket's chain (older[row] = the bucket's
+ * newest row before it, newest[key] = row). */
+static int
+buffer_row(const uint64_t *layout, Py_ssize_t tables, PyObject *newests, PyObject *olders, PyObject *row,
+           uint64_t fingerprint, uint64_t *table0_key)
+{
+    for (Py_ssize_t t = 0; t < tables; t++) {
+        PyObject *newest = PyTuple_GET_ITEM(newests, t);
+        uint64_t key_value = gather(layout + t * 3 * MAX_TERMS * 3, fingerprint);
+        PyObject *key = PyLong_FromUnsignedLongLong(key_value);
+        if (key == NULL || !PyDict_Check(newest)) {
+            Py_XDECREF(key);
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError, "newests must hold dicts");
+            }
+            return -1;
+        }
+        PyObject *before = PyDict_GetItemWithError(newest, key); /* borrowed */
+        PyObject *none = NULL;
+        if (before == NULL && !PyErr_Occurred()) {
+            before = none = PyLong_FromLong(-1);
+        }
+        int failed = before == NULL || append(PyTuple_GET_ITEM(olders, t), before) < 0
+                     || PyDict_SetItem(newest, key, row) < 0;
+        Py_XDECREF(none);
+        Py_DECREF(key);
+        if (failed) {
+            return -1;
+        }
+        if (t == 0) {
+            *table0_key = key_value;
+        }
+    }
+    return 0;
+}
+
+static PyObject *
+buffer_add(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "buffer_add takes 6 arguments");
+        return NULL;
+    }
+    PyObject *newests = args[1], *olders = args[2];
+    uint64_t fingerprint, table0_key = 0;
+    Py_ssize_t tables;
+    if (as_uint64(args[5], &fingerprint) < 0) {
+        return NULL;
+    }
+    Py_buffer layout = {0};
+    PyObject *result = NULL;
+    if (get_array(args[0], &layout, 8, "LQ", "layout") < 0 || layout_tables(&layout, &tables) < 0) {
+        goto done;
+    }
+    if (!PyTuple_Check(newests) || !PyTuple_Check(olders) || PyTuple_GET_SIZE(newests) != tables
+        || PyTuple_GET_SIZE(olders) != tables) {
+        PyErr_SetString(PyExc_TypeError, "newests and olders must be tuples of one a table");
+        goto done;
+    }
+    PyObject *value = PyLong_FromUnsignedLongLong(fingerprint);
+    int failed = value == NULL || append(args[3], value) < 0;
+    Py_XDECREF(value);
+    if (!failed && buffer_row(layout.buf, tables, newests, olders, args[4], fingerprint, &table0_key) == 0) {
+        result = PyLong_FromUnsignedLongLong(table0_key);
+    }
+done:
+    PyBuffer_Release(&layout);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"sorted_matches", (PyCFunction)(void (*)(void))sorted_matches, METH_FASTCALL,
      "sorted_matches($module, layout, directories, fingerprints, rows, slices, fingerprint, "
@@ -395,6 +475,9 @@ static PyMethodDef methods[] = {
      "buffer_matches($module, layout, newests, olders, fingerprints, first_row, fingerprint, "
      "wildcard, max_distance, /)\n--\n\n"
      "{row: fingerprint} of a write buffer's rows within max_distance outside the wildcard bits."},
+    {"buffer_add", (PyCFunction)(void (*)(void))buffer_add, METH_FASTCALL,
+     "buffer_add($module, layout, newests, olders, fingerprints, row, fingerprint, /)\n--\n\n"
+     "Append a row to a write buffer (its fingerprints and per-table chains); its table-0 key."},
     {NULL, NULL, 0, NULL},
 };
 

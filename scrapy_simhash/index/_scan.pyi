@@ -26,3 +26,12 @@ def buffer_matches(
     max_distance: int,
     /,
 ) -> dict[int, int]: ...
+def buffer_add(
+    layout: npt.NDArray[np.uint64],
+    newests: tuple[dict[int, int], ...],
+    olders: tuple[array[int], ...],
+    fingerprints: array[int],
+    row: int,
+    fingerprint: int,
+    /,
+) -> int: ...

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -32,13 +31,18 @@ class WriteBuffer:
     def __len__(self) -> int:
         return len(self._fingerprints)
 
-    def add(self, row: int, fingerprint: int, keys: Sequence[int]) -> None:
+    def add(self, row: int, fingerprint: int) -> int:
+        """Buffer *row*; its table-0 bucket key."""
         if row != self.first_row + len(self._fingerprints):
             raise AssertionError("write buffer rows must be consecutive")
+        if _buckets._scan is not None:
+            return _buckets._scan.buffer_add(self._layout, self._newest, self._older, self._fingerprints, row, fingerprint)
+        keys = self._design.bucket_keys(fingerprint)
         self._fingerprints.append(fingerprint)
         for newest, older, key in zip(self._newest, self._older, keys):
             older.append(newest.get(key, -1))
             newest[key] = row
+        return keys[0]
 
     def fingerprint_of(self, row: int) -> int:
         return self._fingerprints[row - self.first_row]

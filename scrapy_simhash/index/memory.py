@@ -132,7 +132,7 @@ class MemoryIndex(SimhashIndex):
         matches = self._matches(fingerprint, self._probe(fingerprint, wildcard), sketch)
         if matches:
             return matches[0]
-        self._append(fingerprint, key, sketch, self.design.bucket_keys(fingerprint))
+        self._append(fingerprint, key, sketch)
         return None
 
     def query(self, fingerprint: int, wildcard: int = 0, sketch: bytes | None = None) -> list[Match]:
@@ -141,7 +141,7 @@ class MemoryIndex(SimhashIndex):
 
     def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
         fingerprint, sketch = check_fingerprint(fingerprint), check_sketch(sketch)
-        self._append(fingerprint, key, sketch, self.design.bucket_keys(fingerprint))
+        self._append(fingerprint, key, sketch)
 
     def _add_unmatched(self, fingerprint: int, key: str, wildcard: int, sketch: bytes | None) -> Match | None:
         self.add(fingerprint, key, sketch)  # one writer: nothing can have come meanwhile
@@ -237,12 +237,11 @@ class MemoryIndex(SimhashIndex):
 
     # -- internals ------------------------------------------------------------
 
-    def _append(self, fingerprint: int, key: str, sketch: bytes | None, bucket_keys: Sequence[int]) -> None:
+    def _append(self, fingerprint: int, key: str, sketch: bytes | None) -> None:
         row = len(self._hints)
         self._keys.append(key)  # first: it validates the key
         self._sketches.append(sketch)
-        self._hints.append(hint_of(self.design, bucket_keys[0], fingerprint))
-        self._tables.add(row, fingerprint, bucket_keys)
+        self._hints.append(hint_of(self.design, self._tables.add(row, fingerprint), fingerprint))
         if len(self._tables.buffer) >= self._buffer_bound():
             self.design = self._design_for(len(self._hints))  # new rows bucketed as the merged tables
             self._tables.start_merge(self.design)

@@ -73,7 +73,7 @@ class RecordIndex(MemoryIndex):
 
     def add_record(self, fingerprint: int) -> None:
         """Append a record: :meth:`add` without checking the fingerprint (the log's are valid)."""
-        self._append(fingerprint, "", None, self.design.bucket_keys(fingerprint))
+        self._append(fingerprint, "", None)
 
     def add_records(self, fingerprints: npt.NDArray[np.uint64]) -> None:
         """Append many records at once (a catch-up): one merge, nothing done per record
