@@ -40,9 +40,16 @@ def same_answers(path: Path, stored: list[tuple[int, str]], **kwargs: object) ->
         assert [index.query(f, w) for f, w in probes] == [reference.query(f, w) for f, w in probes]
 
 
-def read_back(caplog: pytest.LogCaptureFixture) -> bool:
-    """Whether the last open read its snapshot (no "ignored" line)."""
-    return not any("snapshot" in r.getMessage() or "unreadable" in r.getMessage() for r in caplog.records)
+def reopened(path: Path, stored: list[tuple[int, str]], caplog: pytest.LogCaptureFixture, **kwargs: object) -> str:
+    """Check :func:`same_answers` at a reopen of *path*; what it logged of its snapshot."""
+    with caplog.at_level(logging.INFO, logger="scrapy_simhash.index._snapshot"):
+        same_answers(path, stored, **kwargs)
+    return caplog.text
+
+
+def no_snapshot_at_close(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next closes write no snapshot (as a crash before the close)."""
+    monkeypatch.setattr("scrapy_simhash.index.disk.write_snapshot", lambda path, tables: None)
 
 
 def test_a_closed_store_reopens_from_its_snapshot(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -52,9 +59,7 @@ def test_a_closed_store_reopens_from_its_snapshot(tmp_path: Path, caplog: pytest
         for fingerprint, key in stored[2000:]:
             index.add(fingerprint, key)  # some in the write buffer at close
     assert (tmp_path / "tables-0.snapshot").is_file()
-    with caplog.at_level(logging.INFO, logger="scrapy_simhash.index._snapshot"):
-        same_answers(tmp_path, stored)
-    assert read_back(caplog)
+    assert reopened(tmp_path, stored, caplog) == ""  # (read back: nothing to say)
 
 
 def test_rows_added_after_the_snapshot_are_merged_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -62,12 +67,10 @@ def test_rows_added_after_the_snapshot_are_merged_in(tmp_path: Path, monkeypatch
     stored = entries(ROWS, 2)
     with DiskIndex(tmp_path) as index:
         index.add_many(stored[:2000])
-    monkeypatch.setattr("scrapy_simhash.index.disk.write_snapshot", lambda path, tables: None)  # a crash
+    no_snapshot_at_close(monkeypatch)
     with DiskIndex(tmp_path) as index:
         index.add_many(stored[2000:])
-    with caplog.at_level(logging.INFO, logger="scrapy_simhash.index._snapshot"):
-        same_answers(tmp_path, stored)
-    assert read_back(caplog)
+    assert reopened(tmp_path, stored, caplog) == ""  # (read back: nothing to say)
 
 
 def test_a_snapshot_of_other_rows_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -75,12 +78,10 @@ def test_a_snapshot_of_other_rows_is_ignored(tmp_path: Path, monkeypatch: pytest
     stored = entries(ROWS, 3)
     with DiskIndex(tmp_path) as index:
         index.add_many(stored)
-    monkeypatch.setattr("scrapy_simhash.index.disk.write_snapshot", lambda path, tables: None)
+    no_snapshot_at_close(monkeypatch)
     with DiskIndex(tmp_path) as index:  # the rows after it are renumbered
         assert index.remove(*stored[10]) == 1
-    with caplog.at_level(logging.INFO, logger="scrapy_simhash.index._snapshot"):
-        same_answers(tmp_path, stored[:10] + stored[11:])
-    assert "not the ones it indexes" in caplog.text
+    assert "not the ones it indexes" in reopened(tmp_path, stored[:10] + stored[11:], caplog)
 
 
 @pytest.mark.parametrize(("damage", "reason"), [
@@ -97,18 +98,14 @@ def test_a_damaged_snapshot_is_ignored(tmp_path: Path, caplog: pytest.LogCapture
         index.add_many(stored)
     snapshot = tmp_path / "tables-0.snapshot"
     snapshot.write_bytes(damage(snapshot.read_bytes()))
-    with caplog.at_level(logging.INFO, logger="scrapy_simhash.index._snapshot"):
-        same_answers(tmp_path, stored, read_only=True)
-    assert reason in caplog.text
+    assert reason in reopened(tmp_path, stored, caplog, read_only=True)
 
 
 def test_a_snapshot_for_another_distance_is_ignored(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     stored = entries(ROWS, 5)
     with DiskIndex(tmp_path, max_distance=5) as index:
         index.add_many(stored)
-    with caplog.at_level(logging.INFO, logger="scrapy_simhash.index._snapshot"):
-        same_answers(tmp_path, stored)
-    assert "made for other tables" in caplog.text
+    assert "made for other tables" in reopened(tmp_path, stored, caplog)
 
 
 def test_a_snapshot_that_cannot_be_read_is_ignored(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -118,6 +115,4 @@ def test_a_snapshot_that_cannot_be_read_is_ignored(tmp_path: Path, caplog: pytes
     snapshot = tmp_path / "tables-0.snapshot"
     snapshot.unlink()
     snapshot.mkdir()  # (an OSError on reading)
-    with caplog.at_level(logging.INFO, logger="scrapy_simhash.index._snapshot"):
-        same_answers(tmp_path, stored, read_only=True)
-    assert "unreadable" in caplog.text
+    assert "unreadable" in reopened(tmp_path, stored, caplog, read_only=True)

@@ -171,29 +171,38 @@ class SortedBuckets:
         if _scan is not None:
             return _scan.sorted_matches(self._packed, self.directories, self.fingerprints, self.rows,
                                         self.slices, fingerprint, wildcard, max_distance)
+        # The NumPy twin: every visited bucket of every table in one pass over the flattened
+        # directories and slices; the few rows whose slice passes are looked up in table 0.
         counted = ~wildcard & (2**64 - 1)
         key_sets = self.design.probe_keys(fingerprint, wildcard)
-        positions = [self._positions(0, np.array(key_sets[0], dtype=np.int64))[1]]
-        for table in range(1, len(key_sets)):
-            keys, found = self._positions(table, np.array(key_sets[table], dtype=np.int64))
-            slices = self.slices[table - 1][found]
-            query, mask = self.layout.slice_of(fingerprint, table), self.layout.slice_of(counted, table)
-            close = np.bitwise_count((slices ^ np.uint32(query)) & np.uint32(mask)) <= max_distance
-            table0_keys = self.layout.table0_keys_array(table, keys[close], slices[close])
-            positions.append(self._positions(0, np.unique(table0_keys))[1])
-        found = np.concatenate(positions)
-        fingerprints = self.fingerprints[found]
+        tables = np.fromiter((t for t, keys in enumerate(key_sets) for _ in keys), dtype=np.int64)
+        keys = np.fromiter((key for keys in key_sets for key in keys), dtype=np.int64)
+        tables, keys, found = self._positions(tables, keys)
+        direct = found[tables == 0]
+        sliced = tables > 0
+        tables, keys, found = tables[sliced] - 1, keys[sliced], found[sliced]  # (in self.slices)
+        values = self.slices.reshape(-1)[tables * len(self) + found]
+        queries = np.array([self.layout.slice_of(fingerprint, t) for t in range(1, len(key_sets))], np.uint32)
+        masks = np.array([self.layout.slice_of(counted, t) for t in range(1, len(key_sets))], np.uint32)
+        close = np.flatnonzero(np.bitwise_count((values ^ queries[tables]) & masks[tables]) <= max_distance)
+        table0_keys = [self.layout.table0_key(int(tables[i]) + 1, int(keys[i]), int(values[i])) for i in close]
+        if table0_keys:  # (rare: the rows within k, and ~1 in 10^4 others)
+            buckets = np.unique(np.array(table0_keys, dtype=np.int64))
+            resolved = self._positions(np.zeros(len(buckets), np.int64), buckets)[2]
+            direct = np.concatenate((direct, resolved))
+        fingerprints = self.fingerprints[direct]
         close = np.bitwise_count((fingerprints ^ np.uint64(fingerprint)) & np.uint64(counted)) <= max_distance
-        return dict(zip(self.rows[found[close]].tolist(), fingerprints[close].tolist()))
+        return dict(zip(self.rows[direct[close]].tolist(), fingerprints[close].tolist()))
 
     def _positions(
-        self, table: int, keys: npt.NDArray[np.int64]
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """The positions in *table* of the buckets *keys*, and each one's bucket key."""
-        directory = self.directories[table]
-        starts = directory[keys].astype(np.int64)
-        lengths = directory[keys + 1].astype(np.int64) - starts
-        return np.repeat(keys, lengths), _expand_ranges(starts, lengths)
+        self, tables: npt.NDArray[np.int64], keys: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Every position in the buckets *keys* of *tables*: its table, bucket key and position."""
+        flat = tables * self.directories.shape[1] + keys
+        directories = self.directories.reshape(-1)
+        starts = directories[flat].astype(np.int64)
+        lengths = directories[flat + 1].astype(np.int64) - starts
+        return np.repeat(tables, lengths), np.repeat(keys, lengths), _expand_ranges(starts, lengths)
 
     def bucket_sizes(self) -> npt.NDArray[np.int64]:
         """Shape ``(tables, 2**prefix_bits)``: rows per bucket."""

@@ -12,7 +12,8 @@ The bucket key and the slice give 32 + ``prefix_bits`` known bits of a row, tabl
 among them. A row whose slice differs from the query's in more than k counted bits is
 not a match (exact: the key bits of a visited bucket differ only in wildcard bits). The
 few that pass are looked up in their table-0 bucket, which holds their fingerprints and
-row ids. For k = 3: 8 + 4 + 3 * 4 = 24 bytes a fingerprint, as the row ids were.
+row ids. For k = 3: 8 + 4 + 3 * 4 = 24 bytes a fingerprint (25 with the index's 1-byte
+hint a row), where the fingerprints and the row ids took 24 plus room to grow.
 
 >>> from ._tables import make_design
 >>> layout = SliceLayout.of(make_design(3, 4, 16))
