@@ -7,8 +7,8 @@
 Per size: bulk build time, index and key bytes per fingerprint, single ``add_if_new``
 latency (p50/p99 over ``--calls`` calls, 10% of them near-duplicates; and of
 ``replace_if_new``, what a crawl calls, whose keys_B includes the key lookup; and the
-longest single call over enough of them to merge the write buffer), batched
-``query_many`` throughput, and an exactness check against brute force on a sample.
+longest single call over enough of them to merge the write buffer), ``query_many``
+throughput, and an exactness check against brute force on a sample.
 Fingerprints are uniform random (the design's assumption); keys are ~35-byte URLs.
 """
 
