@@ -7,8 +7,8 @@
 Per size: bulk build time, index and key bytes per fingerprint, single ``add_if_new``
 latency (p50/p99 over ``--calls`` calls, 10% of them near-duplicates; and of
 ``replace_if_new``, what a crawl calls, whose keys_B includes the key lookup; and the
-longest single call over enough of them to merge the write buffer), batched
-``query_many`` throughput, and an exactness check against brute force on a sample.
+longest single call over enough of them to merge the write buffer), ``query_many``
+throughput, and an exactness check against brute force on a sample.
 Fingerprints are uniform random (the design's assumption); keys are ~35-byte URLs.
 """
 
@@ -359,7 +359,8 @@ def main() -> None:
             rows.append(bench_simhash_package(args, fps, rng))
         print_table(size, rows)
     print(
-        "\nindex_B: allocated index bytes per fingerprint (fingerprints + row ids + directories);"
+        "\nindex_B: allocated index bytes per fingerprint (table 0's fingerprints and row ids, the other tables' slices,"
+        " the rows' hints, directories);"
         "\ntraced_B: bytes tracemalloc saw the bulk build keep allocated, per fingerprint;"
         "\nkeys_B: the keys (UTF-8 buffer + offsets); sketch_B: the minwise sketches; p50/p99: single add_if_new, microseconds;"
         "\nsimhash (PyPI): index_B is RSS growth of the build and includes its keys."

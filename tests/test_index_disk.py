@@ -384,3 +384,11 @@ def test_stored_signature_reads_the_header_only(tmp_path: Path) -> None:
     assert stored_signature(tmp_path / "nothing") == stored_signature(None) == stored_signature("memory") == ""
     DiskIndex(tmp_path / "store", signature="simhash-v5;shingle_size=3").close()
     assert stored_signature(tmp_path / "store") == "simhash-v5;shingle_size=3"
+
+
+def test_keys_read_in_a_thread_give_the_same_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("scrapy_simhash.index._diskstore._KEYS_IN_A_THREAD", 10)
+    entries = filled(tmp_path, 300)
+    with DiskIndex(tmp_path) as index:
+        assert sorted(index.items()) == sorted(entries)
+        assert index.fingerprints_of(entries[5][1]) == [entries[5][0]]

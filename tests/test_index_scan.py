@@ -11,6 +11,8 @@ import pytest
 from probe_kernels import KERNELS, using_kernel
 from scrapy_simhash.core.fingerprint import weakest_bits
 from scrapy_simhash.index import _buckets
+from scrapy_simhash.index._tables import make_design
+from scrapy_simhash.index._write_buffer import WriteBuffer
 from scrapy_simhash.index.brute import BruteForceIndex
 from scrapy_simhash.index.memory import MemoryIndex
 
@@ -62,63 +64,98 @@ def scan() -> ModuleType:
     return _buckets._scan
 
 
-def small_layout() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One table of 4 buckets: rows 0, 1 in bucket 0, row 2 in bucket 3."""
-    directories = np.array([[0, 2, 2, 2, 3]], dtype=np.uint32)
-    rows = np.array([[0, 1, 2]], dtype=np.uint32)
-    fingerprints = np.array([0b0000, 0b0111, 0b1111], dtype=np.uint64)
-    return directories, rows, fingerprints
+def small_tables() -> _buckets.SortedBuckets:
+    """4 tables of 8-bit buckets over fingerprints 0, 0b0111, 0b1111 and one far away."""
+    fingerprints = np.array([0b0000, 0b0111, 0b1111, 2**64 - 1], dtype=np.uint64)
+    return _buckets.SortedBuckets.build(make_design(3, 4, 8), fingerprints)
+
+
+def probe(scan: ModuleType, tables: _buckets.SortedBuckets, *args: object) -> dict[int, int]:
+    return scan.sorted_matches(tables.layout.packed(), tables.directories, tables.fingerprints, tables.rows,
+                               tables.slices, *args)
 
 
 def test_scan_finds_rows_within_the_distance(scan: ModuleType) -> None:
-    directories, rows, fingerprints = small_layout()
-    assert scan.sorted_matches(directories, rows, fingerprints, (0,), (0,), 0, 0, 3) == {0: 0, 1: 3}
-    # bucket 3 through its two wildcard bits; the full distance of row 2 is 4
-    assert scan.sorted_matches(directories, rows, fingerprints, (0,), (3,), 0, 0b1000, 3) == {0: 0, 1: 3, 2: 4}
-    assert scan.range_matches(fingerprints, 1, 3, 0, 0, 3) == {1: 3}
-    assert scan.range_matches(fingerprints, 1, 2, 0, 0, 3) == {1: 3}
-    assert scan.range_matches(fingerprints, 3, 3, 0, 0, 3) == {}
+    tables = small_tables()
+    assert probe(scan, tables, 0, 0, 3) == {0: 0, 1: 0b0111}
+    assert probe(scan, tables, 0, 0b1000, 3) == {0: 0, 1: 0b0111, 2: 0b1111}  # a wildcard bit
+    assert probe(scan, tables, 2**63 - 1, 0, 3) == {3: 2**64 - 1}  # in another table-0 bucket: through the slices
     # distances are clamped: none is within a negative one, all within 64 and more
-    assert scan.range_matches(fingerprints, 0, 3, 0, 0, -(2**40)) == {}
-    assert scan.sorted_matches(directories, rows, fingerprints, (0,), (0,), 0, 0, -(2**40)) == {}
-    assert scan.range_matches(fingerprints, 0, 3, 0, 0, 2**70) == {0: 0, 1: 3, 2: 4}
-    # NumPy ints are ints
-    assert scan.range_matches(fingerprints, np.int64(1), 3, np.uint64(0), 0, np.int8(3)) == {1: 3}
+    assert probe(scan, tables, 0, 0, -(2**40)) == {}
+    assert probe(scan, tables, 0, 0, 2**70) == {0: 0, 1: 0b0111, 2: 0b1111}  # (the buckets visited)
+    assert probe(scan, tables, np.uint64(0), np.int64(0), np.int8(3)) == {0: 0, 1: 0b0111}  # NumPy ints are ints
+
+
+def test_the_write_buffer_walk_finds_rows_within_the_distance(scan: ModuleType) -> None:
+    design = make_design(3, 4, 8)
+    buffer = WriteBuffer(design, 10)
+    for row, fingerprint in enumerate([0, 0b0111, 0b1111, 2**64 - 1], 10):
+        assert buffer.add(row, fingerprint) == design.bucket_keys(fingerprint)[0]
+    assert buffer.matches(0, 3) == {10: 0, 11: 0b0111}
+    assert buffer.matches(0, 3, 0b1000) == {10: 0, 11: 0b0111, 12: 0b1111}
+    with pytest.raises(IndexError, match="does not hold"):
+        scan.buffer_matches(buffer._layout, buffer._newest, buffer._older, buffer._fingerprints, 11, 0, 0, 3)
 
 
 def test_scan_refuses_what_would_read_out_of_bounds(scan: ModuleType) -> None:
-    directories, rows, fingerprints = small_layout()
+    tables = small_tables()
+    narrow = tables.directories[:, :5].copy()
     with pytest.raises(ValueError, match="out of the directory"):
-        scan.sorted_matches(directories, rows, fingerprints, (4,), (0,), 0, 0, 3)
+        scan.sorted_matches(tables.layout.packed(), narrow, tables.fingerprints, tables.rows, tables.slices, 2**64 - 1, 0, 3)
+    unsorted = tables.directories.copy()
+    unsorted[:, 1] = 9
     with pytest.raises(ValueError, match="not sorted"):
-        scan.sorted_matches(np.array([[0, 9, 9, 9, 9]], dtype=np.uint32), rows, fingerprints, (0,), (0,), 0, 0, 3)
-    with pytest.raises(IndexError, match="past the fingerprints"):
-        scan.sorted_matches(directories, rows, fingerprints[:1], (0,), (0,), 0, 0, 3)
-    with pytest.raises(ValueError, match="out of the directory"):  # no bucket at all
-        scan.sorted_matches(np.empty((1, 0), np.uint32), np.empty((1, 0), np.uint32), fingerprints, (0,), (0,), 0, 0, 3)
-    for start, stop in [(4, 4), (-1, 3), (2, 1), (0, 4)]:
-        with pytest.raises(IndexError, match="not all in the fingerprints"):
-            scan.range_matches(fingerprints, start, stop, 0, 0, 3)
+        scan.sorted_matches(tables.layout.packed(), unsorted, tables.fingerprints, tables.rows, tables.slices, 0, 0, 3)
+    with pytest.raises(ValueError, match="one row per table"):
+        scan.sorted_matches(tables.layout.packed(), tables.directories, tables.fingerprints, tables.rows[:2].copy(),
+                            tables.slices, 0, 0, 3)
 
 
 def test_scan_refuses_wrong_arguments(scan: ModuleType) -> None:
-    directories, rows, fingerprints = small_layout()
-    with pytest.raises(TypeError, match="4-byte unsigned ints"):
-        scan.sorted_matches(directories.astype(np.uint64), rows, fingerprints, (0,), (0,), 0, 0, 3)
-    with pytest.raises(TypeError, match="8-byte unsigned ints"):
-        scan.range_matches(fingerprints.astype(np.uint32), 0, 3, 0, 0, 3)
-    with pytest.raises(TypeError, match="8-byte unsigned ints"):  # the right size, not the right type
-        scan.range_matches(fingerprints.astype(np.float64), 0, 3, 0, 0, 3)
+    tables = small_tables()
+    layout, directories = tables.layout.packed(), tables.directories
+    with pytest.raises(TypeError, match="4-byte ints"):
+        scan.sorted_matches(layout, directories.astype(np.uint64), tables.fingerprints, tables.rows, tables.slices, 0, 0, 3)
+    with pytest.raises(TypeError, match="8-byte ints"):  # the right size, not the right type
+        scan.sorted_matches(layout, directories, tables.fingerprints.astype(np.float64), tables.rows, tables.slices,
+                            0, 0, 3)
     misaligned = np.zeros(33, np.uint8)[1:].view(np.uint64)
     with pytest.raises(TypeError, match="aligned"):
-        scan.range_matches(misaligned, 0, 4, 0, 0, 3)
-    with pytest.raises(TypeError, match="tuples"):
-        scan.sorted_matches(directories, rows, fingerprints, [0], (0,), 0, 0, 3)
+        scan.sorted_matches(layout, directories, misaligned, tables.rows, tables.slices, 0, 0, 3)
+    with pytest.raises(ValueError, match="layout"):
+        scan.sorted_matches(layout[:, :2].copy(), directories, tables.fingerprints, tables.rows, tables.slices, 0, 0, 3)
     with pytest.raises(TypeError, match="8 arguments"):
-        scan.sorted_matches(directories, rows, fingerprints)
+        scan.sorted_matches(layout, directories, tables.fingerprints)
     with pytest.raises(OverflowError):
-        scan.range_matches(fingerprints, 0, 3, -1, 0, 3)
+        probe(scan, tables, -1, 0, 3)
     with pytest.raises(TypeError):
-        scan.range_matches(fingerprints, 0, 3, 1.5, 0, 3)
-    with pytest.raises(ValueError, match="one row per table"):
-        scan.sorted_matches(directories, rows[:, :2].copy(), fingerprints, (0, 0), (0, 0), 0, 0, 3)
+        probe(scan, tables, 1.5, 0, 3)
+    with pytest.raises(TypeError, match="tuples"):
+        scan.buffer_matches(layout, [{}] * 4, (), np.zeros(0, np.uint64), 0, 0, 0, 3)
+
+
+def test_a_c_probe_that_differs_from_its_twin_is_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    if _buckets._scan is None:
+        pytest.skip("the C probe was not built")
+    assert _buckets.c_probe_mismatch() is None
+    monkeypatch.setattr(_buckets.SortedBuckets, "matches", lambda self, f, k, w=0: {0: 0} if _buckets._scan else {})
+    assert _buckets.c_probe_mismatch() == "it differs from its NumPy twin on a sample"
+    monkeypatch.setenv("SIMHASH_C_PROBE", "0")
+    assert _buckets.c_probe_mismatch() == "SIMHASH_C_PROBE=0"
+
+
+def test_the_c_write_buffer_add_keeps_what_its_twin_keeps(scan: ModuleType) -> None:
+    design, rng = make_design(3, 4, 8), random.Random(3)
+    fingerprints = [rng.getrandbits(64) for _ in range(500)] * 2  # (some buckets chained)
+    buffers = {}
+    for kernel in KERNELS:
+        with using_kernel(kernel):
+            buffers[kernel] = WriteBuffer(design, 7)
+            keys = [buffers[kernel].add(row, f) for row, f in enumerate(fingerprints, 7)]
+        assert keys == [design.bucket_keys(f)[0] for f in fingerprints]
+    c, twin = buffers["c"], buffers["numpy"]
+    assert (c._newest, c._older, c._fingerprints) == (twin._newest, twin._older, twin._fingerprints)
+    with pytest.raises(TypeError, match="6 arguments"):
+        scan.buffer_add(c._layout, c._newest, c._older)
+    with pytest.raises(TypeError, match="tuples"):
+        scan.buffer_add(c._layout, list(c._newest), c._older, c._fingerprints, 1007, 0)

@@ -1,39 +1,37 @@
-"""Bucket layouts of the in-memory permutation index (see :mod:`._tables`).
+"""The sorted part of the in-memory permutation index (see :mod:`._tables`).
 
-:class:`SortedBuckets` is the bulk part: per table, the row ids sorted by bucket
-key (4 bytes a row) and a directory of ``2**prefix_bits + 1`` bucket offsets, so a
-bucket is one contiguous slice. :class:`WriteBuffer` holds the rows added since the
-last merge in dicts and arrays of plain ints; the index merges it into the
-sorted arrays when it grows past a bound, so merges are amortised.
+:class:`SortedBuckets`: per table, its rows' data in bucket order (table 0: fingerprints
+and row ids; the others: 32-bit slices, see :mod:`._slices`) and a directory of
+``2**prefix_bits + 1`` bucket offsets, so a bucket is one contiguous run. The rows added
+since the last merge wait in a :class:`~._write_buffer.WriteBuffer`. Probes return
+``{row: fingerprint}``, with the C probe (:mod:`._scan`) or its NumPy twin.
 """
 
 from __future__ import annotations
 
-from array import array
-from collections.abc import Sequence
+import logging
+import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ._tables import TableDesign
+from ._slices import SliceLayout
+from ._tables import TableDesign, make_design
 
 try:
     from . import _scan  # the C probe, built at install time when a C compiler is there
 except ImportError:  # pragma: no cover - depends on the build
     _scan = None  # type: ignore[assignment]
 
+logger = logging.getLogger(__name__)
+
 _EMPTY_ROWS = np.empty(0, dtype=np.uint32)
-# Without the C probe: a probe visiting more buckets than this (a wildcard probe: 48-52
-# with the default 14 bits) looks them all up at once in NumPy (measured at 1M with 12
-# bits: 49 vs 73 us one by one); a plain probe visits one a table, cheaper one by one.
-_LOOP_BUCKETS = 12
-# With the C probe, a wildcard probe scans a write buffer up to this size whole (~1 ns a
-# row) rather than by its buckets (~50 dict lookups, ~10 us); a plain probe looks up one
-# bucket a table.
-_SCANNED_BUFFER = 1 << 15
 # Row ids and bucket offsets are uint32: an index holds fewer than 2**32 entries.
 MAX_ROWS = 2**32 - 1
+#: Bits of table 0's key kept per row (1 byte): where to look for a row's fingerprint.
+HINT_BITS = 8
 
 
 def sort_dtype(prefix_bits: int) -> type[np.unsignedinteger[Any]]:
@@ -41,9 +39,7 @@ def sort_dtype(prefix_bits: int) -> type[np.unsignedinteger[Any]]:
     return np.uint16 if prefix_bits <= 16 else np.uint32
 
 
-def _directory(
-    keys: npt.NDArray[np.unsignedinteger[Any]], prefix_bits: int
-) -> npt.NDArray[np.int64]:
+def _directory(keys: npt.NDArray[np.unsignedinteger[Any]], prefix_bits: int) -> npt.NDArray[np.int64]:
     counts = np.bincount(keys, minlength=2**prefix_bits)
     directory = np.zeros(2**prefix_bits + 1, dtype=np.int64)
     np.cumsum(counts, out=directory[1:])
@@ -61,182 +57,187 @@ def check_rows(count: int) -> None:
         raise ValueError(f"an in-memory index holds at most {MAX_ROWS} entries")
 
 
-def sorted_table(
-    design: TableDesign, fingerprints: npt.NDArray[np.uint64], table: int, order: npt.NDArray[Any] | None = None
-) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
-    """One table of rows 0..n-1 (of *fingerprints*): the rows sorted by bucket, and the
-    directory. *order*: the rows in an order already grouped by a shorter prefix (stable)."""
-    keys = design.table_keys_array(fingerprints, table).astype(sort_dtype(design.prefix_bits))
-    if order is None:
-        rows = np.argsort(keys, kind="stable")
-    else:
-        rows = order[np.argsort(keys[order], kind="stable")]
-    return rows.astype(np.uint32, copy=False), _directory(keys, design.prefix_bits)
+def hint_bits(design: TableDesign) -> int:
+    return min(HINT_BITS, design.leading_bits)
+
+
+def hint_of(design: TableDesign, table0_key: int, fingerprint: int) -> int:
+    """A row's hint: the top bits of its fingerprint's table-0 leading blocks (whatever the
+    width), from its table-0 key in *design* where that is as wide."""
+    shift = design.prefix_bits - hint_bits(design)
+    if shift >= 0:
+        return table0_key >> shift
+    return design.with_prefix_bits(hint_bits(design)).bucket_keys(fingerprint)[0]
+
+
+def row_hints(design: TableDesign, fingerprints: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint8]:
+    return design.with_prefix_bits(hint_bits(design)).table_keys_array(fingerprints, 0).astype(np.uint8)
+
+
+def table_values(
+    design: TableDesign, fingerprints: npt.NDArray[np.uint64], rows: npt.NDArray[Any], table: int
+) -> npt.NDArray[Any]:
+    """What *table* stores for these *rows* of *fingerprints*: table 0 the fingerprints, the
+    others their slices (table 0's row ids are stored apart)."""
+    chosen = fingerprints[rows]
+    return chosen if table == 0 else SliceLayout.of(design).slices_array(chosen, table)
 
 
 class SortedBuckets:
-    """Per table: row ids sorted by bucket, and the offsets of each bucket."""
+    """Per table, the rows' data in bucket order and the offsets of each bucket."""
 
     def __init__(
-        self, design: TableDesign, rows: npt.NDArray[np.uint32], directories: npt.NDArray[np.uint32]
+        self,
+        design: TableDesign,
+        directories: npt.NDArray[np.uint32],
+        fingerprints: npt.NDArray[np.uint64],
+        rows: npt.NDArray[np.uint32],
+        slices: npt.NDArray[np.uint32],
     ) -> None:
         self.design = design
-        self.rows = rows  # shape (tables, merged rows)
         self.directories = directories  # shape (tables, 2**prefix_bits + 1)
-        # per-table views: indexing a 1-D view is cheaper than 2-D indexing per probe
-        self._row_views = list(rows)
-        self._directory_views = list(directories)
+        self.fingerprints = fingerprints  # table 0's, in its bucket order
+        self.rows = rows  # table 0's row ids
+        self.slices = slices  # shape (tables - 1, rows): the other tables' slices
+        self.layout = SliceLayout.of(design)
+        self._packed = self.layout.packed()  # (cached here: hashing the layout per probe costs)
 
     def __len__(self) -> int:
-        return int(self.rows.shape[1])
+        return len(self.rows)
 
     @property
     def nbytes(self) -> int:
-        return int(self.rows.nbytes + self.directories.nbytes)
+        return int(self.directories.nbytes + self.fingerprints.nbytes + self.rows.nbytes + self.slices.nbytes)
 
     @classmethod
-    def build(
-        cls, design: TableDesign, fingerprints: npt.NDArray[np.uint64], orders: npt.NDArray[np.uint32] | None = None
-    ) -> SortedBuckets:
-        """Sort every row of *fingerprints* into every table (rows 0..n-1). *orders*: per
-        table, the rows in an order already grouped by a shorter prefix (:meth:`widened`)."""
+    def build(cls, design: TableDesign, fingerprints: npt.NDArray[np.uint64]) -> SortedBuckets:
+        """Sort every row of *fingerprints* (rows 0..n-1) into every table."""
         check_rows(len(fingerprints))
-        rows = np.empty((len(design.tables), len(fingerprints)), dtype=np.uint32)
-        directories = np.empty((len(design.tables), 2**design.prefix_bits + 1), dtype=np.uint32)
+        built = cls.empty(design, len(fingerprints))
         for table in range(len(design.tables)):
-            order = None if orders is None else orders[table]
-            rows[table], directories[table] = sorted_table(design, fingerprints, table, order)
-        return cls(design, rows, directories)
+            for _ in built.fill_steps(fingerprints, table):
+                pass
+        return built
 
-    def widened(self, design: TableDesign, fingerprints: npt.NDArray[np.uint64]) -> SortedBuckets:
-        """These rows (of *fingerprints*) in the buckets of *design*: the same tables with a
-        longer prefix. Each table's rows are in bucket order already, so sorting them again
-        by the longer key sorts nearly sorted data (0.14 against 2.3 s a table at 16M rows;
-        8.6 against 28.8 s in all with 10 tables), the same result as :meth:`build`."""
-        return SortedBuckets.build(design, fingerprints[: len(self)], self.rows)
+    def fill_steps(self, fingerprints: npt.NDArray[np.uint64], table: int) -> Iterator[None]:
+        """Sort rows 0..n-1 (of *fingerprints*) into *table*, in three steps (a widening merge
+        runs one per insert: the whole of a table at 1M rows took 10-13 ms)."""
+        keys = self.design.table_keys_array(fingerprints, table).astype(sort_dtype(self.design.prefix_bits))
+        yield
+        order = np.argsort(keys, kind="stable")
+        self.directories[table] = _directory(keys, self.design.prefix_bits)
+        yield
+        self.values(table)[:] = table_values(self.design, fingerprints, order, table)
+        if table == 0:
+            self.rows[:] = order
 
-    def matches(
-        self, fingerprints: npt.NDArray[np.uint64], fingerprint: int, max_distance: int, wildcard: int = 0
-    ) -> dict[int, int]:
-        """``{row: full distance}`` of the rows (of *fingerprints*) in the buckets a probe
-        visits, within *max_distance* of *fingerprint* outside the *wildcard* bits."""
+    @classmethod
+    def empty(cls, design: TableDesign, size: int) -> SortedBuckets:
+        """Tables of *size* rows to fill (pages are touched as they are filled)."""
+        tables = len(design.tables)
+        directories = np.empty((tables, 2**design.prefix_bits + 1), dtype=np.uint32)
+        return cls(design, directories, np.empty(size, np.uint64), np.empty(size, np.uint32),
+                   np.empty((tables - 1, size), np.uint32))
+
+    def values(self, table: int) -> npt.NDArray[Any]:
+        """What *table* stores, in its bucket order: fingerprints (table 0) or slices."""
+        return self.fingerprints if table == 0 else self.slices[table - 1]
+
+    def row_fingerprints(self) -> npt.NDArray[np.uint64]:
+        """The fingerprints of rows 0..n-1, in row order (a new array)."""
+        fingerprints = np.empty(len(self), dtype=np.uint64)
+        fingerprints[self.rows] = self.fingerprints
+        return fingerprints
+
+    def fingerprint_of(self, row: int, hint: int) -> int:
+        """The fingerprint of *row*, found among the rows of table 0 with its *hint*."""
+        shift = self.design.prefix_bits - hint_bits(self.design)
+        first, last = (hint << shift, (hint + 1) << shift) if shift >= 0 else (hint >> -shift, (hint >> -shift) + 1)
+        low, high = self.directories[0, first], self.directories[0, last]
+        found = np.flatnonzero(self.rows[low:high] == np.uint32(row))
+        if not len(found):
+            raise KeyError(row)
+        return int(self.fingerprints[low + found[0]])
+
+    def same_as(self, other: SortedBuckets) -> bool:
+        """The same design and the same arrays (tests: a merge gives what a fresh build gives)."""
+        mine = (self.directories, self.fingerprints, self.rows, self.slices)
+        theirs = (other.directories, other.fingerprints, other.rows, other.slices)
+        return self.design == other.design and all(map(np.array_equal, mine, theirs))
+
+    def matches(self, fingerprint: int, max_distance: int, wildcard: int = 0) -> dict[int, int]:
+        """``{row: fingerprint}`` of the rows in the buckets a probe visits, within
+        *max_distance* of *fingerprint* outside the *wildcard* bits."""
         if _scan is not None:
-            bases, free_bits = self.design.probe_bases(fingerprint, wildcard)
-            return _scan.sorted_matches(
-                self.directories, self.rows, fingerprints, bases, free_bits, fingerprint, wildcard, max_distance
-            )
-        rows = self._candidates(self.design.probe_keys(fingerprint, wildcard))
-        if not len(rows):
-            return {}
-        differences = fingerprints[rows] ^ np.uint64(fingerprint)
-        distances = np.bitwise_count(differences)
-        if wildcard:
-            distances_off_wildcard = np.bitwise_count(differences & ~np.uint64(wildcard))
-        else:
-            distances_off_wildcard = distances
-        close = distances_off_wildcard <= max_distance
-        return dict(zip(rows[close].tolist(), distances[close].tolist()))
+            return _scan.sorted_matches(self._packed, self.directories, self.fingerprints, self.rows,
+                                        self.slices, fingerprint, wildcard, max_distance)
+        # The NumPy twin: every visited bucket of every table in one pass over the flattened
+        # directories and slices; the few rows whose slice passes are looked up in table 0.
+        counted = ~wildcard & (2**64 - 1)
+        key_sets = self.design.probe_keys(fingerprint, wildcard)
+        tables = np.fromiter((t for t, keys in enumerate(key_sets) for _ in keys), dtype=np.int64)
+        keys = np.fromiter((key for keys in key_sets for key in keys), dtype=np.int64)
+        tables, keys, found = self._positions(tables, keys)
+        direct = found[tables == 0]
+        sliced = tables > 0
+        tables, keys, found = tables[sliced] - 1, keys[sliced], found[sliced]  # (in self.slices)
+        values = self.slices.reshape(-1)[tables * len(self) + found]
+        queries = np.array([self.layout.slice_of(fingerprint, t) for t in range(1, len(key_sets))], np.uint32)
+        masks = np.array([self.layout.slice_of(counted, t) for t in range(1, len(key_sets))], np.uint32)
+        close = np.flatnonzero(np.bitwise_count((values ^ queries[tables]) & masks[tables]) <= max_distance)
+        table0_keys = [self.layout.table0_key(int(tables[i]) + 1, int(keys[i]), int(values[i])) for i in close]
+        if table0_keys:  # (rare: the rows within k, and ~1 in 10^4 others)
+            buckets = np.unique(np.array(table0_keys, dtype=np.int64))
+            resolved = self._positions(np.zeros(len(buckets), np.int64), buckets)[2]
+            direct = np.concatenate((direct, resolved))
+        fingerprints = self.fingerprints[direct]
+        close = np.bitwise_count((fingerprints ^ np.uint64(fingerprint)) & np.uint64(counted)) <= max_distance
+        return dict(zip(self.rows[direct[close]].tolist(), fingerprints[close].tolist()))
 
-    def _candidates(self, key_sets: Sequence[Sequence[int]]) -> npt.NDArray[np.uint32]:
-        """Row ids in the buckets *key_sets* (the keys to visit per table), duplicates possible
-        (the NumPy probe's)."""
-        if sum(map(len, key_sets)) > _LOOP_BUCKETS:
-            return self._candidates_vectorised(key_sets)
-        parts = []
-        for rows, directory, keys in zip(self._row_views, self._directory_views, key_sets):
-            for key in keys:
-                start, stop = directory[key : key + 2].tolist()
-                if stop > start:
-                    parts.append(rows[start:stop])
-        if not parts:
-            return _EMPTY_ROWS
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-    def _candidates_vectorised(self, key_sets: Sequence[Sequence[int]]) -> npt.NDArray[np.uint32]:
-        """:meth:`_candidates` with one lookup in the flattened directories for all buckets."""
-        width = self.directories.shape[1]
-        flat = np.fromiter((t * width + key for t, keys in enumerate(key_sets) for key in keys), dtype=np.intp)
-        directory = self.directories.reshape(-1)
-        starts = directory[flat].astype(np.int64)
-        lengths = directory[flat + 1] - starts
-        starts += (flat // width) * self.rows.shape[1]  # into the flattened row arrays
-        return self.rows.reshape(-1)[_expand_ranges(starts, lengths)]
-
-    def candidates_many(
-        self, keys: npt.NDArray[np.uint64]
-    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.uint32]]:
-        """For keys of shape ``(tables, queries)``: (query index, row id) of every candidate."""
-        query_parts, row_parts = [], []
-        query_ids = np.arange(keys.shape[1])
-        for rows, directory, table_keys in zip(self._row_views, self._directory_views, keys):
-            bucket_ids = table_keys.astype(np.intp)
-            starts = directory[bucket_ids].astype(np.int64)
-            lengths = directory[bucket_ids + 1] - starts
-            query_parts.append(np.repeat(query_ids, lengths))
-            row_parts.append(rows[_expand_ranges(starts, lengths)])
-        return np.concatenate(query_parts), np.concatenate(row_parts)
+    def _positions(
+        self, tables: npt.NDArray[np.int64], keys: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Every position in the buckets *keys* of *tables*: its table, bucket key and position."""
+        flat = tables * self.directories.shape[1] + keys
+        directories = self.directories.reshape(-1)
+        starts = directories[flat].astype(np.int64)
+        lengths = directories[flat + 1].astype(np.int64) - starts
+        return np.repeat(tables, lengths), np.repeat(keys, lengths), _expand_ranges(starts, lengths)
 
     def bucket_sizes(self) -> npt.NDArray[np.int64]:
         """Shape ``(tables, 2**prefix_bits)``: rows per bucket."""
-        return np.diff(self.directories, axis=1)
-
-
-class WriteBuffer:
-    """Rows added since the last merge, chained per table: ``bucket key -> newest row``, and
-    for each row the one before it in its bucket (-1: none).
-
-    Ints in dicts and arrays, where a list per bucket made a crawl's buffer thousands of
-    lists for each full garbage collection to walk (it never visits these).
-    """
-
-    def __init__(self, design: TableDesign, first_row: int) -> None:
-        self.first_row = first_row
-        self._design = design
-        self._newest: list[dict[int, int]] = [{} for _ in design.tables]
-        self._older: list[array[int]] = [array("q") for _ in design.tables]
-        self._fingerprints = array("Q")
-
-    def __len__(self) -> int:
-        return len(self._fingerprints)
-
-    def add(self, row: int, fingerprint: int, keys: Sequence[int]) -> None:
-        if row != self.first_row + len(self._fingerprints):
-            raise AssertionError("write buffer rows must be consecutive")
-        self._fingerprints.append(fingerprint)
-        for newest, older, key in zip(self._newest, self._older, keys):
-            older.append(newest.get(key, -1))
-            newest[key] = row
-
-    def matches(
-        self, fingerprints: npt.NDArray[np.uint64], fingerprint: int, max_distance: int, wildcard: int = 0
-    ) -> dict[int, int]:
-        """``{row: full distance}`` of the buffered rows within *max_distance* off *wildcard*.
-
-        *fingerprints* are the index's (rows ``first_row ...`` are the buffered ones).
-        """
-        if _scan is not None and wildcard and len(self) <= _SCANNED_BUFFER:
-            stop = self.first_row + len(self)
-            return _scan.range_matches(fingerprints, self.first_row, stop, fingerprint, wildcard, max_distance)
-        found: dict[int, int] = {}
-        counted = ~wildcard
-        key_sets = self._design.probe_keys(fingerprint, wildcard)
-        first = self.first_row
-        for newest, older, keys in zip(self._newest, self._older, key_sets):
-            # a wildcard probe's ~16 keys a table, few of them in the buffer: one set
-            # intersection in C instead of a lookup each
-            for key in newest.keys() & keys if len(keys) > 1 else keys:
-                row = newest.get(key, -1)
-                while row >= 0:
-                    difference = fingerprint ^ self._fingerprints[row - first]
-                    if (difference & counted).bit_count() <= max_distance:
-                        found[row] = difference.bit_count()
-                    row = older[row - first]
-        return found
+        return np.diff(self.directories.astype(np.int64), axis=1)
 
 
 def probe_kernel() -> str:
     """Which probe the index runs: ``"c"`` (:mod:`._scan`, built at install) or ``"numpy"``."""
     return "numpy" if _scan is None else "c"
+
+
+def c_probe_mismatch() -> str | None:
+    """Why the C probe must not run (``SIMHASH_C_PROBE=0``, or a sample on which it differs
+    from its NumPy twin), or None."""
+    global _scan
+    if os.environ.get("SIMHASH_C_PROBE", "1") == "0":
+        return "SIMHASH_C_PROBE=0"
+    built, rng = _scan, np.random.default_rng(2007)
+    bases = rng.integers(0, 2**64 - 1, 64, dtype=np.uint64, endpoint=True)
+    noise = np.bitwise_or.reduce(np.uint64(1) << rng.integers(0, 64, (2048, 3)).astype(np.uint64), axis=1)
+    fingerprints = bases[rng.integers(0, 64, 2048)] ^ noise  # near one another: most probes find some
+    sample = SortedBuckets.build(make_design(3, 4, 8), fingerprints)
+    probes = [(int(f) ^ 1, int(w)) for f, w in zip(fingerprints[:32], rng.integers(0, 2**64, 32, np.uint64))]
+    try:
+        found = [sample.matches(f, 3, w & 0x0F0F_0F0F_00FF_0F0F) for f, w in probes]
+        _scan = None
+        differ = found != [sample.matches(f, 3, w & 0x0F0F_0F0F_00FF_0F0F) for f, w in probes]
+    finally:
+        _scan = built
+    return "it differs from its NumPy twin on a sample" if differ else None
+
+
+if _scan is not None and (_mismatch := c_probe_mismatch()) is not None:
+    logger.warning("Simhash's index probes with NumPy, not its C probe: %s", _mismatch)
+    _scan = None
 
 
 def bucket_stats(buckets: SortedBuckets) -> dict[str, Any]:

@@ -20,26 +20,31 @@ from ._tables import TableDesign, make_design
 _MAX_AUTO_PREFIX_BITS = 26
 #: Fewest buckets a table gets, so small indexes still spread out.
 _MIN_AUTO_PREFIX_BITS = 8
-#: Aim at ~8 rows per bucket: directories stay ~1/8 of the row arrays.
-_ROWS_PER_BUCKET_LOG2 = 3
+#: Aim at ~16 rows per bucket: directories stay ~1/16 of the row arrays (a bucket is read
+#: in order, so a longer one costs little; at ~8, 1M fingerprints took 26.05 bytes each).
+_ROWS_PER_BUCKET_LOG2 = 4
 
 # Cost of a probe of MemoryIndex: fixed work per table (key, directory lookup) and per
-# candidate (a random read of the fingerprint array + popcount). Fitted by
+# candidate (then a random read of the fingerprint array + popcount; now a read in bucket
+# order, ~3.5 ns at 10M: not fitted again, the 26-byte cap leaves k = 3 one design). Fitted by
 # `python benchmarks/bench_index.py --calibrate --sizes 10000000` (k = 3, 8 designs of
 # 4-20 tables, 10M fingerprints, the C probe, CPython 3.11, a shared 2-core VM): only
 # their ratio matters to choose_design. (The NumPy probe: 2800 and 15, about the same
 # ratio, so the same designs but between ~13.5M and ~16.7M fingerprints.)
 COST_PER_TABLE_NS = 771.0
 COST_PER_CANDIDATE_NS = 6.9
-#: Row ids are uint32 and fingerprints uint64 in the in-memory layout.
+#: The in-memory layout (:mod:`._slices`): table 0 holds uint64 fingerprints and uint32 row
+#: ids, every other table a uint32 slice; each row has a 1-byte hint.
 _ROW_ID_BYTES = 4
 _FINGERPRINT_BYTES = 8
+_SLICE_BYTES = 4
+_HINT_BYTES = 1
 _OFFSET_BYTES = 4
 #: Default memory cap of :func:`choose_design`, index structure only (no keys).
 DEFAULT_MAX_BYTES_PER_FINGERPRINT = 64.0
 #: The in-memory index's cap (:func:`starting_design`): 100M fingerprints in ~2.6 GB. For
-#: k = 3 that keeps the 4 tables of 16-bit blocks (24 bytes, 1/8 growth slack aside) at any
-#: size, where 64 would take 10 tables (48) past ~13.5M.
+#: k = 3 that keeps the 4 tables of 16-bit blocks (25 bytes) at any size, where 64 would
+#: take 10 tables (49) past ~13.5M.
 MEMORY_MAX_BYTES_PER_FINGERPRINT = 26.0
 #: What the bucket directories of an empty index may take (:func:`starting_design`): an
 #: index sized for 1e9 pages would otherwise hold 1.3 GB before its first page.
@@ -113,11 +118,16 @@ def starting_design(max_distance: int, expected_size: int) -> TableDesign:
 
 def _row_bytes(tables: int) -> int:
     """Bytes per fingerprint of the row arrays alone (no directories)."""
-    return _FINGERPRINT_BYTES + tables * _ROW_ID_BYTES
+    return _FINGERPRINT_BYTES + _ROW_ID_BYTES + (tables - 1) * _SLICE_BYTES + _HINT_BYTES
+
+
+def bulk_design(max_distance: int, size: int) -> TableDesign:
+    """The design of an in-memory index built in bulk over *size* fingerprints."""
+    return design_for_size(starting_design(max_distance, size), size)
 
 
 def design_for_size(design: TableDesign, size: int) -> TableDesign:
-    """*design* with a bucket width fit for *size* fingerprints (~8 per bucket)."""
+    """*design* with a bucket width fit for *size* fingerprints (~16 per bucket)."""
     wanted = math.floor(math.log2(max(size, 1))) - _ROWS_PER_BUCKET_LOG2
     wanted = max(_MIN_AUTO_PREFIX_BITS, min(wanted, _MAX_AUTO_PREFIX_BITS))
     prefix_bits = min(wanted, design.leading_bits)

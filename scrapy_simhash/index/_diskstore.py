@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Sequence
 from functools import wraps
 from typing import Any, TypeVar
@@ -30,6 +31,8 @@ __all__ = ["KEYS_NAME", "LOG_NAME", "DiskStore"]
 
 #: Namespace ids are 16-bit; the empty namespace is id 0 and needs no record.
 MAX_NAMESPACES = 0xFFFF
+#: From this many entries a namespace's keys are read in a thread of their own.
+_KEYS_IN_A_THREAD = 1 << 20
 #: With fsync after every write, the checkpoint (three more fsyncs) is written at most this often.
 _CHECKPOINT_SECONDS = 1.0
 
@@ -65,10 +68,12 @@ class DiskStore(StoreFiles):
         self.fsync_seconds = fsync_seconds
         self.lock = threading.RLock()
         self._opened = False  # (closing a store that failed to open syncs nothing)
-        records = self._open_files(directory, signature, reset, read_only, compact)
-        declared = records[records["op"] == lf.OP_NAMESPACE]
+        records, ops = self._open_files(directory, signature, reset, read_only, compact)
+        adds = ops == lf.OP_ADD
+        declared = records[ops == lf.OP_NAMESPACE] if not adds.all() else records[:0]
         self._namespaces = {self._key_of(r): int(r["namespace"]) for r in declared}
-        self._at_open = RecordsAtOpen(records[records["op"] == lf.OP_ADD])
+        # (a copy only if needed; without a namespace declared, every entry is the default one's)
+        self._at_open = RecordsAtOpen(records if adds.all() else records[adds], one_namespace=not self._namespaces)
         self.users = 0
         self._opened = True
 
@@ -175,8 +180,12 @@ class DiskStore(StoreFiles):
             records = self._read_log(check_keys=self.read_only).records  # (a writer wrote them itself)
             records = records[records["namespace"] == namespace]
             records = records[live_entries(records, self._key_bytes)]
-        sketches = SketchStore(records["sketch"].reshape(-1))
-        return records["fingerprint"].copy(), read_keys(self.keys_path, self._keys_fd, records), sketches
+        if len(records) < _KEYS_IN_A_THREAD:
+            return records["fingerprint"].copy(), read_keys(self.keys_path, self._keys_fd, records), SketchStore(records["sketch"])
+        with ThreadPoolExecutor(1) as pool:  # the keys read (I/O, a copy) while the columns are copied
+            keys = pool.submit(read_keys, self.keys_path, self._keys_fd, records)
+            sketches, fingerprints = SketchStore(records["sketch"]), records["fingerprint"].copy()
+            return fingerprints, keys.result(), sketches
 
     @_locked
     def flush(self) -> None:

@@ -77,6 +77,7 @@ OP_ADD, OP_REMOVE, OP_NAMESPACE, OP_CLEAR, OP_REMOVE_ALL = 1, 2, 3, 4, 5
 # splitmix64 constants: a cheap, well-mixing check value computable with NumPy.
 _SEED, _MUL1, _MUL2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 # One multiplier per checked word (all but the check itself), alternating.
+_CHECK_BLOCK = 1 << 14  # records checked at a time (record_checks): 1 MB, in the cache
 _MULTIPLIERS = tuple(_MUL1 if word % 2 == 0 else _MUL2 for word in range(_WORDS - 1))
 _MASK64 = (1 << 64) - 1
 #: The key offset word: the offset in its low bits (1 TiB of keys), a CRC of the key above.
@@ -123,6 +124,23 @@ def key_word(offset: int, crc: int) -> int:
     if offset >> KEY_OFFSET_BITS:
         raise ValueError(f"keys.log is full: a store holds at most {KEY_OFFSET_MASK} bytes of keys")
     return offset | crc << KEY_OFFSET_BITS
+
+
+def record_checks(
+    records: npt.NDArray[Any], keys_size: int
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.uint8]]:
+    """Per record: whether its check value is right, whether its key lies inside ``keys.log``
+    (of *keys_size* bytes), and its op. A cache-sized block at a time: one pass over the
+    records (each column read apart was a pass over all of them: 6.4 GB at 100M entries)."""
+    checked, keyed = np.empty(len(records), dtype=bool), np.empty(len(records), dtype=bool)
+    ops = np.empty(len(records), dtype=np.uint8)
+    for start in range(0, len(records), _CHECK_BLOCK):
+        block, part = records[start : start + _CHECK_BLOCK], slice(start, start + _CHECK_BLOCK)
+        checked[part] = check_values(block) == block["check"]
+        offsets = key_offsets(block)
+        keyed[part] = (offsets + block["key_length"] <= np.uint64(keys_size)) & (offsets >= KEYS_HEADER_SIZE)
+        ops[part] = block["op"]
+    return checked, keyed, ops
 
 
 def key_offsets(records: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:

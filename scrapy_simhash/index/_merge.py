@@ -11,13 +11,14 @@ the inserts that fill the next buffer (``min(n / 64, 131072)``), so merges never
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ._buckets import SortedBuckets, WriteBuffer, check_rows, sort_dtype, sorted_table
+from ._buckets import SortedBuckets, check_rows, sort_dtype, table_values
+from ._write_buffer import WriteBuffer
 from ._tables import TableDesign
 
 #: Entries of one table moved per step: ~0.5 ms of NumPy copying.
@@ -41,36 +42,51 @@ class BufferedTables:
         """The write buffers that hold rows, oldest first."""
         return [buffer for buffer in (self.frozen, self.buffer) if buffer is not None and len(buffer)]
 
-    def matches(
-        self, fingerprints: npt.NDArray[np.uint64], fingerprint: int, max_distance: int, wildcard: int = 0
-    ) -> dict[int, int]:
-        """``{row: full distance}`` of every row within *max_distance* off *wildcard*."""
-        found = self.sorted.matches(fingerprints, fingerprint, max_distance, wildcard)
+    def matches(self, fingerprint: int, max_distance: int, wildcard: int = 0) -> dict[int, int]:
+        """``{row: fingerprint}`` of every row within *max_distance* off *wildcard*."""
+        found = self.sorted.matches(fingerprint, max_distance, wildcard)
         for buffer in self.buffers():
-            found.update(buffer.matches(fingerprints, fingerprint, max_distance, wildcard))
+            found.update(buffer.matches(fingerprint, max_distance, wildcard))
         return found
 
-    def add(self, row: int, fingerprint: int, bucket_keys: Sequence[int]) -> None:
-        """Buffer a row (*bucket_keys*: in the buffer's design); a step of the merge under way."""
-        self.buffer.add(row, fingerprint, bucket_keys)
+    def fingerprint_of(self, row: int, hint: int) -> int:
+        """The fingerprint of *row* (*hint*: its :func:`._buckets.hint_of`)."""
+        for buffer in self.buffers():
+            if buffer.first_row <= row < buffer.first_row + len(buffer):
+                return buffer.fingerprint_of(row)
+        return self.sorted.fingerprint_of(row, hint)
+
+    def row_fingerprints(self) -> npt.NDArray[np.uint64]:
+        """Every row's fingerprint, in row order (a new array)."""
+        return np.concatenate([self.sorted.row_fingerprints(), *(b.fingerprints for b in self.buffers())])
+
+    def add(self, row: int, fingerprint: int) -> int:
+        """Buffer a row, and run a step of the merge under way; its table-0 bucket key (in the
+        buffer's design)."""
+        key = self.buffer.add(row, fingerprint)
         if self.merging is not None:
             try:
                 next(self.merging)
             except StopIteration as done:
                 self.sorted, self.merging, self.frozen = done.value, None, None
+        return key
 
-    def start_merge(self, fingerprints: npt.NDArray[np.uint64], design: TableDesign) -> None:
+    def start_merge(self, design: TableDesign) -> None:
         """Freeze the buffer and merge it a step per :meth:`add`; new rows go into a new
         buffer of *design* (the merged tables', wider as the index grows)."""
         self.finish()  # (never under way by then at the index's bound: see the module doc)
-        self.frozen, self.buffer = self.buffer, WriteBuffer(design, len(fingerprints))
-        self.merging = merge_steps(self.sorted, fingerprints, self.frozen.first_row, design)
+        first_row = self.buffer.first_row + len(self.buffer)
+        self.frozen, self.buffer = self.buffer, WriteBuffer(design, first_row)
+        self.merging = merge_steps(self.sorted, self.frozen.fingerprints, self.frozen.first_row, design)
 
-    def merge_now(self, fingerprints: npt.NDArray[np.uint64], first_row: int, design: TableDesign) -> None:
-        """Merge every row from *first_row* on (all unmerged) at once (bulk loads)."""
+    def merge_now(self, fingerprints: npt.NDArray[np.uint64], design: TableDesign) -> None:
+        """Merge the buffered rows and then *fingerprints* (rows after them) at once (bulk loads)."""
         self.finish()
-        self.sorted = merged(self.sorted, fingerprints, first_row, design)
-        self.buffer = WriteBuffer(design, len(fingerprints))
+        first_row = len(self.sorted)
+        new = np.concatenate((self.buffer.fingerprints, fingerprints))
+        if len(new) or design != self.sorted.design:  # (nothing to merge: the tables stay)
+            self.sorted = merged(self.sorted, new, first_row, design)
+        self.buffer = WriteBuffer(design, first_row + len(new))
 
     def finish(self) -> None:
         """Run the merge under way to its end."""
@@ -81,36 +97,31 @@ class BufferedTables:
 def merge_steps(
     old: SortedBuckets, fingerprints: npt.NDArray[np.uint64], first_row: int, design: TableDesign
 ) -> MergeSteps:
-    """Steps that build *old* plus rows ``first_row ...`` (*fingerprints*: all rows so far,
-    a view that must not change meanwhile) in the buckets of *design*, without touching *old*.
+    """Steps that build *old* plus rows ``first_row ...`` (their *fingerprints*) in the
+    buckets of *design*, without touching *old*.
 
     *design* is *old*'s, or the same tables with wider buckets (the index grew): then each
-    table is re-sorted whole (one step a table, rows already grouped by the shorter prefix).
+    table is sorted again whole, in three steps a table.
     """
-    check_rows(len(fingerprints))
-    tables, size = len(design.tables), len(fingerprints)
-    rows = np.empty((tables, size), dtype=np.uint32)  # pages are touched as steps fill them
-    directories = np.empty((tables, 2**design.prefix_bits + 1), dtype=np.uint32)
-    new_rows = np.arange(first_row, size, dtype=np.uint32)
-    for table in range(tables):
-        if design.prefix_bits != old.design.prefix_bits:
-            order = np.concatenate((old.rows[table], new_rows))
-            rows[table], directories[table] = sorted_table(design, fingerprints, table, order)
+    check_rows(first_row + len(fingerprints))
+    tables = len(design.tables)
+    if design.prefix_bits != old.design.prefix_bits:
+        every = np.concatenate((old.row_fingerprints(), fingerprints))
+        widened = SortedBuckets.empty(design, len(every))
+        for table in range(tables):
             yield
-        else:
-            yield from _merge_table(old, table, fingerprints[first_row:], first_row, rows[table], directories[table])
-    return SortedBuckets(design, rows, directories)
+            yield from widened.fill_steps(every, table)
+        return widened
+    merged_part = SortedBuckets.empty(design, first_row + len(fingerprints))
+    for table in range(tables):
+        yield from _merge_table(old, merged_part, table, fingerprints, first_row)
+    return merged_part
 
 
 def _merge_table(
-    old: SortedBuckets,
-    table: int,
-    fingerprints: npt.NDArray[np.uint64],
-    first_row: int,
-    out_rows: npt.NDArray[np.uint32],
-    out_directory: npt.NDArray[np.uint32],
+    old: SortedBuckets, out: SortedBuckets, table: int, fingerprints: npt.NDArray[np.uint64], first_row: int
 ) -> Iterator[None]:
-    """Fill one table's rows and directory with *old*'s plus the new rows, in steps.
+    """Fill one table of *out* with *old*'s rows plus the new ones, in steps.
 
     New rows go at the end of their bucket, so each bucket stays sorted by row id: one
     linear pass over the old rows, bucket range by bucket range.
@@ -119,10 +130,12 @@ def _merge_table(
     order = np.argsort(keys, kind="stable")  # a radix sort for 16-bit keys: 1 ms, not 14, for 131k rows
     yield
     sorted_keys = keys[order].astype(np.int64)
+    new_values = table_values(old.design, fingerprints, order, table)
+    new_rows = (order + first_row).astype(np.uint32)
     old_directory = old.directories[table].astype(np.int64)
     directory = old_directory.copy()
     directory[1:] += np.cumsum(np.bincount(keys, minlength=len(directory) - 1))
-    out_directory[:] = directory
+    out.directories[table] = directory
     # where each new row lands: after its bucket's old rows and the earlier new rows
     targets = old_directory[sorted_keys + 1] + np.arange(len(order))
     buckets = len(directory) - 1
@@ -132,8 +145,10 @@ def _merge_table(
         stop = int(np.searchsorted(directory, directory[start] + STEP_ENTRIES, side="right")) - 1
         stop = min(max(stop, start + 1), buckets)
         first, last = np.searchsorted(sorted_keys, [start, stop])
-        old_rows = old.rows[table][old_directory[start] : old_directory[stop]]
-        interleave(out_rows, int(directory[start]), old_rows, targets[first:last], order[first:last] + first_row)
+        low, old_rows = int(directory[start]), slice(old_directory[start], old_directory[stop])
+        interleave(out.values(table), low, old.values(table)[old_rows], targets[first:last], new_values[first:last])
+        if table == 0:
+            interleave(out.rows, low, old.rows[old_rows], targets[first:last], new_rows[first:last])
         start = stop
         yield
 

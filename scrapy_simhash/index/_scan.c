@@ -1,14 +1,15 @@
-/* The probe of the in-memory permutation index's sorted part, in C.
+/* The probe of the in-memory permutation index, in C. Mirrors: the NumPy and Python code
+ * of _buckets.SortedBuckets.matches and WriteBuffer.matches, the readable twin, held equal
+ * by tests/test_index_scan.py and checked against it on a sample when _buckets loads (a
+ * difference switches this off with a WARNING). It runs where it was built (optional at
+ * install); SIMHASH_C_PROBE=0 in the environment switches it off.
  *
- * A probe of a page with wildcard bits visits ~50 buckets. In NumPy that is ~20 calls
- * (keys, offsets, ranges, a gather, two popcounts) and a Python walk of the write
- * buffer: ~60 us at 1M entries, most of a Redis check's CPU. This walks the same buckets
- * in one pass and scans a small write buffer whole: ~13 us. It is optional:
- * scrapy_simhash.index._buckets falls back to NumPy, with the same results, when it
- * was not built (no C compiler at install time).
- *
- * Layout (see _buckets.SortedBuckets): for table t, the rows of bucket `key` are
- * rows[t][directory[t][key] : directory[t][key + 1]], row ids into `fingerprints`.
+ * Layout (_slices.py): for table t, bucket `key` is positions dir[t][key] ... dir[t][key+1]
+ * of that table's arrays; table 0 holds the fingerprints and row ids, the others a 32-bit
+ * slice of each fingerprint. A probe of a page with wildcard bits visits ~50 buckets and
+ * reads them in order (a random read each cost ~12 ns at 10M rows, a row read in order ~1).
+ * A row of table t > 0 whose slice is within max_distance is looked up in its table-0
+ * bucket. The write buffer's buckets are dict chains (WriteBuffer), walked here too.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -38,9 +39,9 @@ popcount64(uint64_t x)
 }
 #endif
 
-/* An aligned, C-contiguous buffer of unsigned ints of `itemsize` bytes ("I", "L", "Q"). */
+/* An aligned, C-contiguous buffer of ints of `itemsize` bytes, of one of the type `codes`. */
 static int
-get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *name)
+get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *codes, const char *name)
 {
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         return -1;
@@ -49,10 +50,9 @@ get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *name)
     if (code[0] == '@' || code[0] == '=' || (code[0] == '<' && PY_LITTLE_ENDIAN)) {
         code++; /* native byte order */
     }
-    if (view->itemsize != itemsize || strchr("ILQ", code[0]) == NULL || code[0] == '\0' || code[1] != '\0'
+    if (view->itemsize != itemsize || strchr(codes, code[0]) == NULL || code[0] == '\0' || code[1] != '\0'
         || (uintptr_t)view->buf % (uintptr_t)itemsize != 0) {
-        PyErr_Format(PyExc_TypeError, "%s must be an aligned array of %zd-byte unsigned ints", name,
-                     itemsize);
+        PyErr_Format(PyExc_TypeError, "%s must be an aligned array of %zd-byte ints", name, itemsize);
         PyBuffer_Release(view);
         return -1;
     }
@@ -90,62 +90,149 @@ as_distance(PyObject *obj, int *distance)
     return 0;
 }
 
-/* found[row] = the full distance, the popcount of `difference`. */
+#define MAX_TERMS 64 /* _slices.MAX_TERMS */
+enum { KEY_TERMS, SLICE_TERMS, TABLE0_TERMS };
+
+/* out |= ((value >> src) & mask) << dst for each (src, mask, dst) term; a zero mask ends them. */
+static inline uint64_t
+gather(const uint64_t *terms, uint64_t value)
+{
+    uint64_t out = 0;
+    for (int i = 0; i < MAX_TERMS && terms[3 * i + 1] != 0; i++) {
+        out |= ((value >> (terms[3 * i] & 63)) & terms[3 * i + 1]) << (terms[3 * i + 2] & 63);
+    }
+    return out;
+}
+
+/* found[row] = fingerprint. */
 static int
-set_distance(PyObject *found, Py_ssize_t row, uint64_t difference)
+set_found(PyObject *found, Py_ssize_t row, uint64_t fingerprint)
 {
     PyObject *key = PyLong_FromSsize_t(row);
-    PyObject *distance = PyLong_FromLong(popcount64(difference));
-    int failed = key == NULL || distance == NULL || PyDict_SetItem(found, key, distance) < 0;
+    PyObject *value = PyLong_FromUnsignedLongLong(fingerprint);
+    int failed = key == NULL || value == NULL || PyDict_SetItem(found, key, value) < 0;
     Py_XDECREF(key);
-    Py_XDECREF(distance);
+    Py_XDECREF(value);
     return failed ? -1 : 0;
 }
 
-/* found[row] = full distance, for a row within max_distance outside the wildcard bits. */
-SCANNING_LOOP static int
-scan_bucket(PyObject *found, const uint32_t *rows, uint32_t start, uint32_t stop,
-            const uint64_t *fingerprints, Py_ssize_t n_fingerprints, uint64_t query,
-            uint64_t counted, int max_distance)
+typedef struct {
+    Py_ssize_t tables, width, n; /* width: buckets + 1 a table; n: rows a table */
+    const uint64_t *layout;      /* (tables, 3, MAX_TERMS, 3) */
+    const uint32_t *directories; /* (tables, width) */
+    const uint64_t *fingerprints; /* table 0 */
+    const uint32_t *rows;         /* table 0 */
+    const uint32_t *slices;       /* (tables - 1, n) */
+    uint64_t query, counted;
+    int max_distance;
+    PyObject *found;
+} Probe;
+
+static const uint64_t *
+terms_of(const Probe *p, Py_ssize_t table, int kind)
 {
+    return p->layout + (table * 3 + kind) * MAX_TERMS * 3;
+}
+
+/* Positions start ... stop of bucket `key` of `table`; -1 with an exception if out of bounds. */
+static int
+bucket(const Probe *p, Py_ssize_t table, uint64_t key, uint32_t *start, uint32_t *stop)
+{
+    if (key >= (uint64_t)(p->width - 1)) {
+        PyErr_SetString(PyExc_ValueError, "a bucket key is out of the directory");
+        return -1;
+    }
+    const uint32_t *directory = p->directories + table * p->width;
+    *start = directory[key];
+    *stop = directory[key + 1];
+    if (*start > *stop || (Py_ssize_t)*stop > p->n) {
+        PyErr_SetString(PyExc_ValueError, "a bucket directory is not sorted");
+        return -1;
+    }
+    return 0;
+}
+
+/* The rows of table 0's bucket `key` within max_distance outside the wildcard bits. */
+SCANNING_LOOP static int
+scan_table0(const Probe *p, uint64_t key)
+{
+    uint32_t start, stop;
+    if (bucket(p, 0, key, &start, &stop) < 0) {
+        return -1;
+    }
     for (uint32_t i = start; i < stop; i++) {
-        uint32_t row = rows[i];
-        if ((Py_ssize_t)row >= n_fingerprints) {
-            PyErr_SetString(PyExc_IndexError, "a bucket names a row past the fingerprints");
-            return -1;
-        }
-        uint64_t difference = fingerprints[row] ^ query;
-        if (popcount64(difference & counted) <= max_distance && set_distance(found, row, difference) < 0) {
+        uint64_t fingerprint = p->fingerprints[i];
+        if (popcount64((fingerprint ^ p->query) & p->counted) <= p->max_distance
+            && set_found(p->found, p->rows[i], fingerprint) < 0) {
             return -1;
         }
     }
     return 0;
 }
 
-/* Every bucket of a table that `base` with any subset of `free_bits` names. */
-static int
-scan_table(PyObject *found, const uint32_t *directory, Py_ssize_t buckets, const uint32_t *rows,
-           Py_ssize_t n_rows, uint64_t base, uint64_t free_bits, const uint64_t *fingerprints,
-           Py_ssize_t n_fingerprints, uint64_t query, uint64_t counted, int max_distance)
+/* The rows of bucket `key` of `table` > 0 whose slice is within max_distance, looked up in table 0. */
+SCANNING_LOOP static int
+scan_sliced(const Probe *p, Py_ssize_t table, uint64_t key)
 {
-    if (buckets < 1 || (base | free_bits) >= (uint64_t)buckets || (base & free_bits) != 0) {
-        PyErr_SetString(PyExc_ValueError, "a bucket key is out of the directory");
+    uint32_t start, stop;
+    if (bucket(p, table, key, &start, &stop) < 0) {
         return -1;
     }
-    uint64_t subset = 0;
-    do {
-        uint64_t key = base | subset;
-        uint32_t start = directory[key], stop = directory[key + 1];
-        if (start > stop || (Py_ssize_t)stop > n_rows) {
-            PyErr_SetString(PyExc_ValueError, "a bucket directory is not sorted");
-            return -1;
+    const uint32_t *slices = p->slices + (table - 1) * p->n;
+    uint32_t query = (uint32_t)gather(terms_of(p, table, SLICE_TERMS), p->query);
+    uint32_t counted = (uint32_t)gather(terms_of(p, table, SLICE_TERMS), p->counted);
+    for (uint32_t i = start; i < stop; i++) {
+        if (popcount64((uint64_t)((slices[i] ^ query) & counted)) <= p->max_distance) {
+            uint64_t combined = (key << 32) | slices[i];
+            if (scan_table0(p, gather(terms_of(p, table, TABLE0_TERMS), combined)) < 0) {
+                return -1;
+            }
         }
-        if (scan_bucket(found, rows, start, stop, fingerprints, n_fingerprints, query, counted,
-                        max_distance) < 0) {
-            return -1;
-        }
-        subset = (subset - free_bits) & free_bits; /* the next subset, in counting order */
-    } while (subset != 0);
+    }
+    return 0;
+}
+
+/* Every bucket of every table the query names with any subset of its wildcard bits. (The
+ * buckets' first lines prefetched a batch ahead did not help on the VM measured.) */
+static int
+scan_tables(const Probe *p)
+{
+    for (Py_ssize_t table = 0; table < p->tables; table++) {
+        const uint64_t *key_terms = terms_of(p, table, KEY_TERMS);
+        uint64_t base = gather(key_terms, p->query & p->counted), free_bits = gather(key_terms, ~p->counted);
+        uint64_t subset = 0;
+        do {
+            uint64_t key = base | subset;
+            if ((table == 0 ? scan_table0(p, key) : scan_sliced(p, table, key)) < 0) {
+                return -1;
+            }
+            subset = (subset - free_bits) & free_bits; /* the next subset, in counting order */
+        } while (subset != 0);
+    }
+    return 0;
+}
+
+/* The query's three arguments: fingerprint, wildcard, max_distance. */
+static int
+query_args(PyObject *const *args, uint64_t *query, uint64_t *counted, int *max_distance)
+{
+    uint64_t wildcard;
+    if (as_uint64(args[0], query) < 0 || as_uint64(args[1], &wildcard) < 0 || as_distance(args[2], max_distance) < 0) {
+        return -1;
+    }
+    *counted = ~wildcard;
+    return 0;
+}
+
+static int
+layout_tables(Py_buffer *layout, Py_ssize_t *tables)
+{
+    Py_ssize_t per_table = 3 * MAX_TERMS * 3 * 8;
+    *tables = layout->len / per_table;
+    if (*tables < 1 || *tables * per_table != layout->len) {
+        PyErr_SetString(PyExc_ValueError, "layout must be (tables, 3, MAX_TERMS, 3) terms");
+        return -1;
+    }
     return 0;
 }
 
@@ -157,119 +244,240 @@ sorted_matches(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "sorted_matches takes 8 arguments");
         return NULL;
     }
-    PyObject *bases = args[3], *frees = args[4];
-    if (!PyTuple_Check(bases) || !PyTuple_Check(frees) || PyTuple_GET_SIZE(bases) != PyTuple_GET_SIZE(frees)) {
-        PyErr_SetString(PyExc_TypeError, "bases and frees must be tuples of one key per table");
+    Probe p = {0};
+    if (query_args(args + 5, &p.query, &p.counted, &p.max_distance) < 0) {
         return NULL;
     }
-    Py_ssize_t tables = PyTuple_GET_SIZE(bases);
-    uint64_t query, wildcard;
-    int max_distance;
-    if (as_uint64(args[5], &query) < 0 || as_uint64(args[6], &wildcard) < 0
-        || as_distance(args[7], &max_distance) < 0) {
-        return NULL;
-    }
-    Py_buffer directories = {0}, rows = {0}, fingerprints = {0};
+    Py_buffer views[5] = {{0}};
+    const char *names[5] = {"layout", "directories", "fingerprints", "rows", "slices"};
+    const Py_ssize_t sizes[5] = {8, 4, 8, 4, 4};
     PyObject *found = NULL;
-    if (get_array(args[0], &directories, 4, "directories") < 0) {
+    for (int i = 0; i < 5; i++) {
+        if (get_array(args[i], &views[i], sizes[i], "ILQ", names[i]) < 0) {
+            goto done;
+        }
+    }
+    if (layout_tables(&views[0], &p.tables) < 0) {
+        goto done;
+    }
+    p.width = views[1].len / 4 / p.tables;
+    p.n = views[2].len / 8;
+    if (p.width < 2 || p.width * p.tables * 4 != views[1].len || views[3].len != p.n * 4
+        || views[4].len != (p.tables - 1) * p.n * 4) {
+        PyErr_SetString(PyExc_ValueError, "directories, rows and slices must have one row per table");
+        goto done;
+    }
+    p.layout = views[0].buf;
+    p.directories = views[1].buf;
+    p.fingerprints = views[2].buf;
+    p.rows = views[3].buf;
+    p.slices = views[4].buf;
+    if ((p.found = found = PyDict_New()) == NULL) {
+        goto done;
+    }
+    if (scan_tables(&p) < 0) {
+        Py_CLEAR(found);
+    }
+done:
+    for (int i = 0; i < 5; i++) {
+        PyBuffer_Release(&views[i]); /* (a view not taken has no obj: a no-op) */
+    }
+    return found;
+}
+
+/* The rows of a write buffer's chain from `row` (its bucket's newest) on. */
+SCANNING_LOOP static int
+walk_chain(PyObject *found, long long row, const long long *older, const uint64_t *fingerprints,
+           Py_ssize_t first_row, Py_ssize_t count, uint64_t query, uint64_t counted, int max_distance)
+{
+    while (row >= 0) {
+        if (row < first_row || row - first_row >= count) {
+            PyErr_SetString(PyExc_IndexError, "a write buffer chain names a row it does not hold");
+            return -1;
+        }
+        uint64_t fingerprint = fingerprints[row - first_row];
+        if (popcount64((fingerprint ^ query) & counted) <= max_distance && set_found(found, row, fingerprint) < 0) {
+            return -1;
+        }
+        row = older[row - first_row];
+    }
+    return 0;
+}
+
+/* One table of a write buffer: its buckets' newest rows in `newest`, each row's older one in `older`. */
+static int
+buffer_table(PyObject *found, const uint64_t *key_terms, PyObject *newest, const long long *older,
+             const uint64_t *fingerprints, Py_ssize_t first_row, Py_ssize_t count, uint64_t query,
+             uint64_t counted, int max_distance)
+{
+    uint64_t base = gather(key_terms, query & counted), free_bits = gather(key_terms, ~counted);
+    uint64_t subset = 0;
+    do {
+        PyObject *key = PyLong_FromUnsignedLongLong(base | subset);
+        if (key == NULL) {
+            return -1;
+        }
+        PyObject *row = PyDict_GetItemWithError(newest, key); /* borrowed */
+        Py_DECREF(key);
+        if (row == NULL && PyErr_Occurred()) {
+            return -1;
+        }
+        long long first = row == NULL ? -1 : PyLong_AsLongLong(row);
+        if ((first == -1 && PyErr_Occurred())
+            || walk_chain(found, first, older, fingerprints, first_row, count, query, counted, max_distance) < 0) {
+            return -1;
+        }
+        subset = (subset - free_bits) & free_bits;
+    } while (subset != 0);
+    return 0;
+}
+
+static PyObject *
+buffer_matches(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "buffer_matches takes 8 arguments");
         return NULL;
     }
-    if (get_array(args[1], &rows, 4, "rows") < 0) {
+    PyObject *newests = args[1], *olders = args[2];
+    Py_ssize_t first_row = PyNumber_AsSsize_t(args[4], PyExc_IndexError), tables;
+    uint64_t query, counted;
+    int max_distance;
+    if ((first_row == -1 && PyErr_Occurred()) || query_args(args + 5, &query, &counted, &max_distance) < 0) {
+        return NULL;
+    }
+    Py_buffer layout = {0}, fingerprints = {0};
+    PyObject *found = NULL;
+    if (get_array(args[0], &layout, 8, "LQ", "layout") < 0 || layout_tables(&layout, &tables) < 0
+        || get_array(args[3], &fingerprints, 8, "LQ", "fingerprints") < 0) {
         goto done;
     }
-    if (get_array(args[2], &fingerprints, 8, "fingerprints") < 0) {
+    if (!PyTuple_Check(newests) || !PyTuple_Check(olders) || PyTuple_GET_SIZE(newests) != tables
+        || PyTuple_GET_SIZE(olders) != tables) {
+        PyErr_SetString(PyExc_TypeError, "newests and olders must be tuples of one a table");
         goto done;
     }
-    Py_ssize_t width = tables ? directories.len / 4 / tables : 0; /* buckets + 1 a table */
-    Py_ssize_t n_rows = tables ? rows.len / 4 / tables : 0;
-    if (tables && (width * tables * 4 != directories.len || n_rows * tables * 4 != rows.len)) {
-        PyErr_SetString(PyExc_ValueError, "directories and rows must have one row per table");
-        goto done;
-    }
+    Py_ssize_t count = fingerprints.len / 8;
     if ((found = PyDict_New()) == NULL) {
         goto done;
     }
-    for (Py_ssize_t t = 0; t < tables; t++) {
-        uint64_t base, free_bits;
-        if (as_uint64(PyTuple_GET_ITEM(bases, t), &base) < 0 || as_uint64(PyTuple_GET_ITEM(frees, t), &free_bits) < 0
-            || scan_table(found, (const uint32_t *)directories.buf + t * width, width - 1,
-                          (const uint32_t *)rows.buf + t * n_rows, n_rows, base, free_bits,
-                          (const uint64_t *)fingerprints.buf, fingerprints.len / 8, query,
-                          ~wildcard, max_distance) < 0) {
+    for (Py_ssize_t t = 0; t < tables && found != NULL; t++) {
+        Py_buffer older = {0};
+        PyObject *newest = PyTuple_GET_ITEM(newests, t);
+        if (!PyDict_Check(newest)) {
+            PyErr_SetString(PyExc_TypeError, "newests must hold dicts");
             Py_CLEAR(found);
-            break;
+        } else if (get_array(PyTuple_GET_ITEM(olders, t), &older, 8, "qlQ", "older") < 0
+                   || older.len != fingerprints.len
+                   || buffer_table(found, (const uint64_t *)layout.buf + t * 3 * MAX_TERMS * 3, newest,
+                                   older.buf, fingerprints.buf, first_row, count, query, counted,
+                                   max_distance) < 0) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_ValueError, "older must have one value a buffered row");
+            }
+            Py_CLEAR(found);
         }
+        PyBuffer_Release(&older);
     }
 done:
-    PyBuffer_Release(&directories); /* (a view not taken, or released, has no obj: a no-op) */
-    PyBuffer_Release(&rows);
+    PyBuffer_Release(&layout);
     PyBuffer_Release(&fingerprints);
     return found;
 }
 
-/* The write buffer's rows, scanned whole: no buckets. */
-SCANNING_LOOP static int
-scan_range(PyObject *found, const uint64_t *fingerprints, Py_ssize_t start, Py_ssize_t stop,
-           uint64_t query, uint64_t counted, int max_distance)
+/* list-like append: the array module has no C API. */
+static int
+append(PyObject *array, PyObject *value)
 {
-    for (Py_ssize_t row = start; row < stop; row++) {
-        uint64_t difference = fingerprints[row] ^ query;
-        if (popcount64(difference & counted) <= max_distance && set_distance(found, row, difference) < 0) {
+    PyObject *done = PyObject_CallMethod(array, "append", "O", value);
+    Py_XDECREF(done);
+    return done == NULL ? -1 : 0;
+}
+
+/* One row into a write buffer: per table, its bucket's chain (older[row] = the bucket's
+ * newest row before it, newest[key] = row). */
+static int
+buffer_row(const uint64_t *layout, Py_ssize_t tables, PyObject *newests, PyObject *olders, PyObject *row,
+           uint64_t fingerprint, uint64_t *table0_key)
+{
+    for (Py_ssize_t t = 0; t < tables; t++) {
+        PyObject *newest = PyTuple_GET_ITEM(newests, t);
+        uint64_t key_value = gather(layout + t * 3 * MAX_TERMS * 3, fingerprint);
+        PyObject *key = PyLong_FromUnsignedLongLong(key_value);
+        if (key == NULL || !PyDict_Check(newest)) {
+            Py_XDECREF(key);
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError, "newests must hold dicts");
+            }
             return -1;
+        }
+        PyObject *before = PyDict_GetItemWithError(newest, key); /* borrowed */
+        PyObject *none = NULL;
+        if (before == NULL && !PyErr_Occurred()) {
+            before = none = PyLong_FromLong(-1);
+        }
+        int failed = before == NULL || append(PyTuple_GET_ITEM(olders, t), before) < 0
+                     || PyDict_SetItem(newest, key, row) < 0;
+        Py_XDECREF(none);
+        Py_DECREF(key);
+        if (failed) {
+            return -1;
+        }
+        if (t == 0) {
+            *table0_key = key_value;
         }
     }
     return 0;
 }
 
 static PyObject *
-range_matches(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+buffer_add(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
     if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "range_matches takes 6 arguments");
+        PyErr_SetString(PyExc_TypeError, "buffer_add takes 6 arguments");
         return NULL;
     }
-    Py_ssize_t start = PyNumber_AsSsize_t(args[1], PyExc_IndexError);
-    if (start == -1 && PyErr_Occurred()) {
+    PyObject *newests = args[1], *olders = args[2];
+    uint64_t fingerprint, table0_key = 0;
+    Py_ssize_t tables;
+    if (as_uint64(args[5], &fingerprint) < 0) {
         return NULL;
     }
-    Py_ssize_t stop = PyNumber_AsSsize_t(args[2], PyExc_IndexError);
-    if (stop == -1 && PyErr_Occurred()) {
-        return NULL;
+    Py_buffer layout = {0};
+    PyObject *result = NULL;
+    if (get_array(args[0], &layout, 8, "LQ", "layout") < 0 || layout_tables(&layout, &tables) < 0) {
+        goto done;
     }
-    uint64_t query, wildcard;
-    int max_distance;
-    if (as_uint64(args[3], &query) < 0 || as_uint64(args[4], &wildcard) < 0
-        || as_distance(args[5], &max_distance) < 0) {
-        return NULL;
+    if (!PyTuple_Check(newests) || !PyTuple_Check(olders) || PyTuple_GET_SIZE(newests) != tables
+        || PyTuple_GET_SIZE(olders) != tables) {
+        PyErr_SetString(PyExc_TypeError, "newests and olders must be tuples of one a table");
+        goto done;
     }
-    Py_buffer fingerprints;
-    if (get_array(args[0], &fingerprints, 8, "fingerprints") < 0) {
-        return NULL;
+    PyObject *value = PyLong_FromUnsignedLongLong(fingerprint);
+    int failed = value == NULL || append(args[3], value) < 0;
+    Py_XDECREF(value);
+    if (!failed && buffer_row(layout.buf, tables, newests, olders, args[4], fingerprint, &table0_key) == 0) {
+        result = PyLong_FromUnsignedLongLong(table0_key);
     }
-    PyObject *found = NULL;
-    if (start < 0 || start > stop || stop > fingerprints.len / 8) {
-        PyErr_SetString(PyExc_IndexError, "rows start ... stop are not all in the fingerprints");
-    } else if ((found = PyDict_New()) != NULL
-               && scan_range(found, (const uint64_t *)fingerprints.buf, start, stop, query, ~wildcard,
-                             max_distance) < 0) {
-        Py_CLEAR(found);
-    }
-    PyBuffer_Release(&fingerprints);
-    return found;
+done:
+    PyBuffer_Release(&layout);
+    return result;
 }
 
 static PyMethodDef methods[] = {
     {"sorted_matches", (PyCFunction)(void (*)(void))sorted_matches, METH_FASTCALL,
-     "sorted_matches($module, directories, rows, fingerprints, bases, frees, fingerprint, "
+     "sorted_matches($module, layout, directories, fingerprints, rows, slices, fingerprint, "
      "wildcard, max_distance, /)\n--\n\n"
-     "{row: full distance} of the rows in the buckets the probe visits (per table, base "
-     "with any subset of the free bits) within max_distance outside the wildcard bits."},
-    {"range_matches", (PyCFunction)(void (*)(void))range_matches, METH_FASTCALL,
-     "range_matches($module, fingerprints, start, stop, fingerprint, wildcard, max_distance, /)"
-     "\n--\n\n"
-     "{row: full distance} of the rows start ... stop - 1 of fingerprints within max_distance "
-     "outside the wildcard bits."},
+     "{row: fingerprint} of the sorted tables' rows within max_distance outside the wildcard bits."},
+    {"buffer_matches", (PyCFunction)(void (*)(void))buffer_matches, METH_FASTCALL,
+     "buffer_matches($module, layout, newests, olders, fingerprints, first_row, fingerprint, "
+     "wildcard, max_distance, /)\n--\n\n"
+     "{row: fingerprint} of a write buffer's rows within max_distance outside the wildcard bits."},
+    {"buffer_add", (PyCFunction)(void (*)(void))buffer_add, METH_FASTCALL,
+     "buffer_add($module, layout, newests, olders, fingerprints, row, fingerprint, /)\n--\n\n"
+     "Append a row to a write buffer (its fingerprints and per-table chains); its table-0 key."},
     {NULL, NULL, 0, NULL},
 };
 

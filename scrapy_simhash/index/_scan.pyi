@@ -1,18 +1,37 @@
 # The C probe (_scan.c); see _buckets.SortedBuckets.matches and WriteBuffer.matches.
+from array import array
+
 import numpy as np
 import numpy.typing as npt
 
 def sorted_matches(
+    layout: npt.NDArray[np.uint64],
     directories: npt.NDArray[np.uint32],
-    rows: npt.NDArray[np.uint32],
     fingerprints: npt.NDArray[np.uint64],
-    bases: tuple[int, ...],
-    frees: tuple[int, ...],
+    rows: npt.NDArray[np.uint32],
+    slices: npt.NDArray[np.uint32],
     fingerprint: int,
     wildcard: int,
     max_distance: int,
     /,
 ) -> dict[int, int]: ...
-def range_matches(
-    fingerprints: npt.NDArray[np.uint64], start: int, stop: int, fingerprint: int, wildcard: int, max_distance: int, /
+def buffer_matches(
+    layout: npt.NDArray[np.uint64],
+    newests: tuple[dict[int, int], ...],
+    olders: tuple[array[int], ...],
+    fingerprints: array[int],
+    first_row: int,
+    fingerprint: int,
+    wildcard: int,
+    max_distance: int,
+    /,
 ) -> dict[int, int]: ...
+def buffer_add(
+    layout: npt.NDArray[np.uint64],
+    newests: tuple[dict[int, int], ...],
+    olders: tuple[array[int], ...],
+    fingerprints: array[int],
+    row: int,
+    fingerprint: int,
+    /,
+) -> int: ...

@@ -32,9 +32,9 @@ class GrowableArray:
 
     def __init__(self, dtype: npt.DTypeLike, values: npt.ArrayLike | None = None) -> None:
         initial = np.asarray(values if values is not None else [], dtype=dtype)
-        self._size = len(initial)
+        self._size = initial.size
         self._data = np.empty(max(_MIN_CAPACITY, self._size + self._size // 16), dtype=dtype)
-        self._data[: self._size] = initial
+        self._data[: self._size].reshape(initial.shape)[...] = initial  # (a strided column: one copy)
         self._next: npt.NDArray[Any] | None = None  # the larger copy being filled
         self._copied = 0  # values of _data already in _next
 
@@ -98,6 +98,7 @@ class SketchStore:
     WORDS = SKETCH_BYTES // 8
 
     def __init__(self, words: npt.NDArray[np.uint64] | None = None) -> None:
+        """*words*: four a row, flat or as ``(rows, 4)`` (a column of a disk store's records)."""
         self._words = GrowableArray(np.uint64, words)
 
     @classmethod
@@ -159,9 +160,10 @@ class KeyStore:
 
     @classmethod
     def from_buffer(cls, data: bytes | bytearray, ends: npt.ArrayLike) -> KeyStore:
-        """Adopt an encoded buffer and its end offsets (as a disk store keeps them)."""
+        """Adopt an encoded buffer (a bytearray as it is, no copy) and its end offsets (as a
+        disk store keeps them)."""
         store = cls()
-        store._data = bytearray(data)
+        store._data = data if isinstance(data, bytearray) else bytearray(data)
         store._ends = GrowableArray(np.uint64, ends)
         ends = store._ends.values.astype(np.int64)
         last = int(ends[-1]) if len(ends) else 0

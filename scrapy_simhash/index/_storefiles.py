@@ -37,8 +37,9 @@ class StoreFiles:
 
     def _open_files(
         self, directory: str, signature: str, reset: bool, read_only: bool, compaction: bool | None
-    ) -> npt.NDArray:
-        """Open the store (created if missing) and return its live entries and namespaces.
+    ) -> tuple[npt.NDArray, npt.NDArray[np.uint8]]:
+        """Open the store (created if missing) and return its live entries and namespaces,
+        and their ops.
         *compaction*: ``None``, rewrite the store when most of its records are dead;
         ``True``, rewrite it; ``False``, never."""
         self.directory, self.read_only = directory, read_only
@@ -89,15 +90,15 @@ class StoreFiles:
     def _read_log(self, check_keys: bool) -> LogContents:
         checkpoint = read_checkpoint(self.directory, self.generation)
         format_3 = self.header["version"] == lf.FORMAT_VERSION
-        return read_records(self.log_path, self.keys_path, checkpoint, check_keys and format_3)
+        return read_records(self.log_path, self.keys_path, checkpoint, check_keys and format_3, not self.read_only)
 
-    def _live(self, contents: LogContents, compaction: bool | None) -> npt.NDArray:
-        """The live entries and the namespaces of *contents*; a writer also cuts a torn
-        tail off, rewrites the store when that is due, and checkpoints what it keeps."""
-        records = contents.records
-        keep = live_entries(records, self._key_bytes) | (records["op"] == lf.OP_NAMESPACE)
+    def _live(self, contents: LogContents, compaction: bool | None) -> tuple[npt.NDArray, npt.NDArray[np.uint8]]:
+        """The live entries and the namespaces of *contents*, and their ops; a writer also
+        cuts a torn tail off, rewrites the store when that is due, and checkpoints what it keeps."""
+        records, ops = contents.records, contents.ops
+        keep = live_entries(records, self._key_bytes, ops) | (ops == lf.OP_NAMESPACE)
         if self.read_only:
-            return records[keep]
+            return records[keep], ops[keep]
         if contents.truncated_bytes:
             logger.warning(
                 "Dropped %(bytes)d bytes at the end of %(path)s: an interrupted write, or records whose"
@@ -107,14 +108,15 @@ class StoreFiles:
             # New keys go where the key file ends now: records that pointed past it must go
             # before anything is appended (the checkpoint below syncs the cut).
             os.ftruncate(self._log_fd, contents.valid_size)
-        records = records[keep]
+        if not keep.all():  # (a copy of every record: only if needed)
+            records, ops = records[keep], ops[keep]
         outdated = self.header["version"] != lf.FORMAT_VERSION
         if compaction or (compaction is None and (outdated or worth_compacting(contents.records, len(records)))):
             self.header = compact(self.log_path, self.keys_path, self._keys_fd, self.header, records)
             self._reopen_files()
             self._key_end = os.fstat(self._keys_fd).st_size
         self.flush()
-        return records
+        return records, ops
 
     @property
     def generation(self) -> int:

@@ -15,6 +15,7 @@ Several namespaces (spiders, domains) share one store directory; each
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -23,10 +24,14 @@ from typing import Any
 from ..core.fingerprint import check_fingerprint
 from ..core.sketch import check_sketch
 from . import _logfile as lf
+from ._design_choice import bulk_design
 from ._diskstore import KEYS_NAME, LOG_NAME, DiskStore
+from ._snapshot import SNAPSHOT_MIN_ROWS, read_snapshot, snapshot_path, write_snapshot
 from ._storage import SketchStore, fingerprint_array
 from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex
 from .memory import MemoryIndex
+
+logger = logging.getLogger(__name__)
 
 _OPEN_STORES: dict[tuple[str, bool], DiskStore] = {}  # (real path, read-only) -> store
 _OPEN_STORES_LOCK = threading.Lock()
@@ -70,8 +75,10 @@ class DiskIndex(SimhashIndex):
             if reset:
                 self._store.append(self._namespace_id, lf.OP_CLEAR, 0, "")
             fingerprints, keys, sketches = self._store.load(self._namespace_id)
+            self._snapshot = snapshot_path(self._store.directory, self._namespace_id)
+            tables = read_snapshot(self._snapshot, fingerprints, bulk_design(max_distance, len(fingerprints)))
             self._memory = MemoryIndex.from_arrays(
-                fingerprints, keys, max_distance, sketches=sketches, min_similarity=min_similarity
+                fingerprints, keys, max_distance, sketches=sketches, min_similarity=min_similarity, tables=tables
             )
         except BaseException:
             _release(self._store)
@@ -152,7 +159,14 @@ class DiskIndex(SimhashIndex):
         self._store.flush()
 
     def close(self) -> None:
-        if self._store is not None:
+        if self._store is None:
+            return
+        try:
+            if not self._store.read_only and len(self._memory) >= SNAPSHOT_MIN_ROWS:
+                write_snapshot(self._snapshot, self._memory.settled_tables())  # a faster next open
+        except OSError as exc:  # (only a shortcut: the next open builds the tables from the log)
+            logger.warning("Could not write %(path)s: %(error)s", {"path": self._snapshot, "error": exc})
+        finally:
             _release(self._store)
             self._store = None  # type: ignore[assignment]
 

@@ -2,21 +2,23 @@
 
 Layout, with no Python object per fingerprint:
 
-* ``fingerprints``: one uint64 array; an entry's position in it is its *row id*;
+* an entry's *row id* is its position in the keys and sketches, in the order added;
 * keys: one UTF-8 buffer plus end offsets (:class:`~._storage.KeyStore`);
 * sketches: 32 bytes a row (:class:`~._storage.SketchStore`), read only for the rows
   within ``max_distance`` of a query, to confirm them;
-* per table of the :class:`~._tables.TableDesign`: row ids sorted by bucket and
-  a bucket directory (:class:`~._buckets.SortedBuckets`), 4 bytes a row per table;
-* a small write buffer of recent rows (:class:`~._buckets.WriteBuffer`), merged
+* per table of the :class:`~._tables.TableDesign`, in bucket order, with a bucket
+  directory (:class:`~._buckets.SortedBuckets`): table 0 the fingerprints and row ids
+  (12 bytes a row), every other table a 32-bit slice of each fingerprint (4 bytes), so
+  that a probe reads its buckets in order (:mod:`._slices`);
+* per row, a 1-byte hint of where table 0 holds it (its fingerprint by row id);
+* a small write buffer of recent rows (:class:`~._write_buffer.WriteBuffer`), merged
   into the sorted arrays once it holds ``max(4096, min(n / 64, 131072))`` rows, a step
   per insert (:mod:`._merge`: no call does the O(n) merge at once);
 * removed rows as a set of tombstones, compacted away when they outnumber both
   the buffer bound and 1/4 of the rows.
 
-A probe gathers the rows of its bucket in every table, computes the full Hamming
-distance of each candidate and keeps those within ``max_distance``: exact (see
-:mod:`._tables`). It runs in one C pass (:mod:`._scan`), or with NumPy where that was
+A probe reads the rows of its bucket in every table and keeps those within
+``max_distance``: exact (see :mod:`._tables` and :mod:`._slices`). It runs in one C pass (:mod:`._scan`), or with NumPy where that was
 not built. Not thread-safe: call it from one thread (the Scrapy glue does).
 """
 
@@ -30,7 +32,7 @@ import numpy.typing as npt
 
 from ..core.fingerprint import check_fingerprint
 from ..core.sketch import check_sketch, estimated_similarity
-from ._buckets import SortedBuckets, bucket_stats, probe_kernel
+from ._buckets import SortedBuckets, bucket_stats, hint_of, probe_kernel, row_hints
 from ._design_choice import design_for_size, starting_design
 from ._key_lookup import KeyLookup
 from ._merge import BufferedTables
@@ -40,8 +42,6 @@ from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIn
 
 _MIN_BUFFER = 4096
 _MAX_BUFFER = 1 << 17
-# Queries per vectorised batch of query_many: bounds the candidate arrays' memory.
-_QUERY_CHUNK = 4096
 _ITEMS_CHUNK = 65536
 
 
@@ -72,14 +72,14 @@ class MemoryIndex(SimhashIndex):
             )
         self._auto_design = design is None
         self.design = design or starting_design(max_distance, expected_size)
-        self._fingerprints = GrowableArray(np.uint64)
+        self._hints = GrowableArray(np.uint8)  # one a row: see SortedBuckets.fingerprint_of
         self._keys = KeyStore()
         self._sketches = SketchStore()
         self._removed: set[int] = set()
         self._key_lookup: KeyLookup | None = None  # built by the first search by key
         #: Rows kept in the write buffer before a merge (None: the default bound).
         self.buffer_limit: int | None = None
-        self._reset_tables()
+        self._reset_tables(np.empty(0, dtype=np.uint64))
 
     @classmethod
     def from_arrays(
@@ -91,19 +91,36 @@ class MemoryIndex(SimhashIndex):
         *,
         sketches: SketchStore | None = None,
         min_similarity: float = DEFAULT_MIN_SIMILARITY,
+        tables: SortedBuckets | None = None,
     ) -> MemoryIndex:
-        """An index over these entries built in bulk (sorts, no per-entry Python)."""
+        """An index over these entries built in bulk (sorts, no per-entry Python).
+
+        *tables*: the sorted tables of the first rows, built before (a disk store's
+        snapshot, checked by :func:`._snapshot.read_snapshot`); the rows after them are merged in.
+        """
         fps, store = entry_columns(fingerprints, keys)
         if sketches is not None and len(sketches) != len(fps):
             raise ValueError(f"{len(fps)} fingerprints but {len(sketches)} sketches")
         index = cls(max_distance, expected_size=len(fps), design=design, min_similarity=min_similarity)
         if index._auto_design:  # buckets for the entries it holds, not an empty index's
             index.design = design_for_size(index.design, len(fps))
-        index._fingerprints = GrowableArray(np.uint64, fps)
         index._keys = store
         index._sketches = sketches if sketches is not None else SketchStore.empty(len(fps))
-        index._reset_tables()
+        if tables is None:
+            index._reset_tables(fps)
+        else:
+            index._hints = GrowableArray(np.uint8, row_hints(index.design, fps))
+            index._tables = BufferedTables(tables, len(tables))
+            index._tables.merge_now(fps[len(tables) :], index.design)
         return index
+
+    def settled_tables(self) -> SortedBuckets:
+        """The sorted tables with every row merged in and the removed ones dropped (renumbering
+        the rows as a reopened disk store will): what a disk store's snapshot holds."""
+        if self._removed:
+            self._compact()
+        self._tables.merge_now(np.empty(0, dtype=np.uint64), self.design)
+        return self._tables.sorted
 
     # -- the interface --------------------------------------------------------
 
@@ -112,19 +129,19 @@ class MemoryIndex(SimhashIndex):
     ) -> Match | None:
         fingerprint, wildcard = check_fingerprint(fingerprint), self.check_wildcard(wildcard)
         sketch = check_sketch(sketch)
-        matches = self._matches(self._probe(fingerprint, wildcard), sketch)
+        matches = self._matches(fingerprint, self._probe(fingerprint, wildcard), sketch)
         if matches:
             return matches[0]
-        self._append(fingerprint, key, sketch, self.design.bucket_keys(fingerprint))
+        self._append(fingerprint, key, sketch)
         return None
 
     def query(self, fingerprint: int, wildcard: int = 0, sketch: bytes | None = None) -> list[Match]:
         fingerprint, wildcard = check_fingerprint(fingerprint), self.check_wildcard(wildcard)
-        return self._matches(self._probe(fingerprint, wildcard), check_sketch(sketch))
+        return self._matches(fingerprint, self._probe(fingerprint, wildcard), check_sketch(sketch))
 
     def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
         fingerprint, sketch = check_fingerprint(fingerprint), check_sketch(sketch)
-        self._append(fingerprint, key, sketch, self.design.bucket_keys(fingerprint))
+        self._append(fingerprint, key, sketch)
 
     def _add_unmatched(self, fingerprint: int, key: str, wildcard: int, sketch: bytes | None) -> Match | None:
         self.add(fingerprint, key, sketch)  # one writer: nothing can have come meanwhile
@@ -145,31 +162,26 @@ class MemoryIndex(SimhashIndex):
 
     def extend_rows(self, fingerprints: npt.NDArray[np.uint64], keys: KeyStore, sketches: SketchStore) -> None:
         """Append rows in bulk from columns already checked (one merge into the tables)."""
-        self._merge_buffer()
-        first_row = len(self._fingerprints)
-        self._fingerprints.extend(fingerprints)
         self._keys.extend_from(keys)
         self._sketches.extend_from(sketches)
-        self._merge_rows(first_row)
+        self._hints.extend(row_hints(self.design, fingerprints))
+        self.design = self._design_for(len(self._hints))
+        self._tables.merge_now(fingerprints, self.design)
 
     def query_many(self, fingerprints: Sequence[int]) -> list[list[Match]]:
-        queries = fingerprint_array(fingerprints)
-        results: list[list[Match]] = []
-        for start in range(0, len(queries), _QUERY_CHUNK):
-            results.extend(self._query_chunk(queries[start : start + _QUERY_CHUNK]))
-        return results
+        return [self._matches(query, self._probe(query)) for query in fingerprint_array(fingerprints).tolist()]
 
     def remove(self, fingerprint: int, key: str | None = None) -> int:
         fingerprint = check_fingerprint(fingerprint)
         found = self._probe(fingerprint)
-        return self._remove_rows([r for r, d in found.items() if d == 0 and key in (None, self._keys[r])])
+        return self._remove_rows([r for r, f in found.items() if f == fingerprint and key in (None, self._keys[r])])
 
     def remove_key(self, key: str) -> int:
         return self._remove_rows(self._rows_of_key(key))
 
     def fingerprints_of(self, key: str) -> list[int]:
-        fingerprints = self._fingerprints.values
-        return [int(fingerprints[row]) for row in self._rows_of_key(key)]
+        hints = self._hints.values
+        return [self._tables.fingerprint_of(row, int(hints[row])) for row in self._rows_of_key(key)]
 
     def _rows_of_key(self, key: str) -> list[int]:
         """The live rows stored under *key*, oldest first."""
@@ -178,7 +190,7 @@ class MemoryIndex(SimhashIndex):
         return [row for row in self._key_lookup.rows_of(key, self._keys) if row not in self._removed]
 
     def __len__(self) -> int:
-        return len(self._fingerprints) - len(self._removed)
+        return len(self._hints) - len(self._removed)
 
     def items(self) -> Iterator[tuple[int, str]]:
         for row, fingerprint in self._live_rows():
@@ -190,7 +202,7 @@ class MemoryIndex(SimhashIndex):
 
     def _live_rows(self) -> Iterator[tuple[int, int]]:
         """``(row, fingerprint)`` of every live row, in row order."""
-        fps = self._fingerprints.values
+        fps = self._tables.row_fingerprints()
         for start in range(0, len(fps), _ITEMS_CHUNK):  # chunks: no list of n ints at once
             chunk = fps[start : start + _ITEMS_CHUNK].tolist()
             for row, fingerprint in enumerate(chunk, start):
@@ -214,7 +226,8 @@ class MemoryIndex(SimhashIndex):
     def memory_usage(self) -> dict[str, int]:
         """Allocated bytes of the index structure, the keys (and their lookup, once built) and
         the sketches (buffers excluded)."""
-        index_bytes = self._fingerprints.nbytes + self._tables.sorted.nbytes
+        buffered = 8 * sum(map(len, self._tables.buffers()))
+        index_bytes = self._tables.sorted.nbytes + self._hints.nbytes + buffered
         key_bytes = self._keys.nbytes + (self._key_lookup.nbytes if self._key_lookup is not None else 0)
         return {"index_bytes": index_bytes, "key_bytes": key_bytes, "sketch_bytes": self._sketches.nbytes}
 
@@ -224,31 +237,29 @@ class MemoryIndex(SimhashIndex):
 
     # -- internals ------------------------------------------------------------
 
-    def _append(self, fingerprint: int, key: str, sketch: bytes | None, bucket_keys: Sequence[int]) -> None:
-        row = len(self._fingerprints)
+    def _append(self, fingerprint: int, key: str, sketch: bytes | None) -> None:
+        row = len(self._hints)
         self._keys.append(key)  # first: it validates the key
         self._sketches.append(sketch)
-        self._fingerprints.append(fingerprint)
-        self._tables.add(row, fingerprint, bucket_keys)
+        self._hints.append(hint_of(self.design, self._tables.add(row, fingerprint), fingerprint))
         if len(self._tables.buffer) >= self._buffer_bound():
-            self.design = self._design_for(len(self._fingerprints))  # new rows bucketed as the merged tables
-            self._tables.start_merge(self._fingerprints.values, self.design)
+            self.design = self._design_for(len(self._hints))  # new rows bucketed as the merged tables
+            self._tables.start_merge(self.design)
 
     def _remove_rows(self, rows: list[int]) -> int:
         self._removed.update(rows)
-        if len(self._removed) > max(self._buffer_bound(), len(self._fingerprints) // 4):
+        if len(self._removed) > max(self._buffer_bound(), len(self._hints) // 4):
             self._compact()
         return len(rows)
 
     def _buffer_bound(self) -> int:
         if self.buffer_limit is not None:
             return self.buffer_limit
-        return max(_MIN_BUFFER, min(len(self._fingerprints) // 64, _MAX_BUFFER))
+        return max(_MIN_BUFFER, min(len(self._hints) // 64, _MAX_BUFFER))
 
     def _probe(self, fingerprint: int, wildcard: int = 0) -> dict[int, int]:
-        """``{row: full distance}`` of every live row within ``max_distance`` off *wildcard*."""
-        fingerprints = self._fingerprints.values
-        return self._live(self._tables.matches(fingerprints, fingerprint, self.max_distance, wildcard))
+        """``{row: fingerprint}`` of every live row within ``max_distance`` off *wildcard*."""
+        return self._live(self._tables.matches(fingerprint, self.max_distance, wildcard))
 
     def _live(self, found: dict[int, int]) -> dict[int, int]:
         """*found* without the removed rows (tombstones)."""
@@ -256,66 +267,40 @@ class MemoryIndex(SimhashIndex):
             del found[row]
         return found
 
-    def _matches(self, found: dict[int, int], sketch: bytes | None = None) -> list[Match]:
-        """The matches of *found* rows, those whose sketch does not confirm left out."""
+    def _matches(self, query: int, found: dict[int, int], sketch: bytes | None = None) -> list[Match]:
+        """The matches of *found* rows (``{row: fingerprint}``), those whose sketch does not
+        confirm left out."""
         if not found:
             return []
-        fps = self._fingerprints.values
         if sketch is None:
-            matches = [Match(self._keys[r], int(fps[r]), d) for r, d in found.items()]
+            matches = [Match(self._keys[r], f, (f ^ query).bit_count()) for r, f in found.items()]
         else:
             rows = np.fromiter(found, dtype=np.intp, count=len(found))
             differing = self._sketches.distances(rows, sketch).tolist()
             matches = [
-                Match(self._keys[r], int(fps[r]), found[r], None if s < 0 else estimated_similarity(s))
+                Match(self._keys[r], found[r], (found[r] ^ query).bit_count(),
+                      None if s < 0 else estimated_similarity(s))
                 for r, s in zip(rows.tolist(), differing)
                 if s <= self.max_sketch_distance  # (-1: stored without a sketch)
             ]
         return sorted(matches, key=Match.order)
 
-    def _query_chunk(self, queries: npt.NDArray[np.uint64]) -> list[list[Match]]:
-        sorted_part = self._tables.sorted
-        bucket_keys = sorted_part.design.bucket_keys_array(queries)  # (narrower during a widening merge)
-        query_ids, rows = sorted_part.candidates_many(bucket_keys)
-        distances = np.bitwise_count(self._fingerprints.values[rows] ^ queries[query_ids])
-        close = distances <= self.max_distance
-        found: list[dict[int, int]] = [{} for _ in range(len(queries))]
-        hits = zip(query_ids[close].tolist(), rows[close].tolist(), distances[close].tolist())
-        for q, row, distance in hits:
-            found[q][row] = distance
-        fingerprints = self._fingerprints.values
-        for buffer in self._tables.buffers():
-            for q, fingerprint in enumerate(queries.tolist()):
-                found[q].update(buffer.matches(fingerprints, fingerprint, self.max_distance))
-        return [self._matches(self._live(found_of_query)) for found_of_query in found]
-
-    def _merge_buffer(self) -> None:
-        """Merge every buffered row now (bulk loads)."""
-        self._tables.finish()
-        if len(self._tables.buffer):
-            self._merge_rows(self._tables.buffer.first_row)
-
-    def _merge_rows(self, first_row: int) -> None:
-        """Move rows ``first_row ...`` (all unmerged) into the sorted arrays at once."""
-        self.design = self._design_for(len(self._fingerprints))
-        self._tables.merge_now(self._fingerprints.values, first_row, self.design)
-
     def _design_for(self, size: int) -> TableDesign:
         """More buckets as the index grows (once per doubling), unless the design was given."""
         return design_for_size(self.design, size) if self._auto_design else self.design
 
-    def _reset_tables(self) -> None:
-        """Sort every row into the tables again; empty the write buffer."""
-        fps = self._fingerprints.values
-        self._tables = BufferedTables(SortedBuckets.build(self.design, fps), len(fps))
+    def _reset_tables(self, fingerprints: npt.NDArray[np.uint64]) -> None:
+        """Sort every row (these *fingerprints*) into the tables again; empty the write buffer."""
+        self._hints = GrowableArray(np.uint8, row_hints(self.design, fingerprints))
+        self._tables = BufferedTables(SortedBuckets.build(self.design, fingerprints), len(fingerprints))
 
     def _compact(self) -> None:
         """Drop removed rows for good (renumbers rows, so rebuilds the tables)."""
-        keep = np.ones(len(self._fingerprints), dtype=bool)
+        keep = np.ones(len(self._hints), dtype=bool)
         keep[list(self._removed)] = False
-        self._fingerprints = GrowableArray(np.uint64, self._fingerprints.values[keep])
+        fingerprints = self._tables.row_fingerprints()[keep]
         self._keys = self._keys.compress(keep)
         self._sketches = self._sketches.compress(keep)
         self._removed = set()
         self._key_lookup = None  # rows renumbered
-        self._reset_tables()
+        self._reset_tables(fingerprints)

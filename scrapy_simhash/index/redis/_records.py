@@ -62,18 +62,18 @@ class RecordIndex(MemoryIndex):
 
     def rows_within(self, fingerprint: int, wildcard: int) -> dict[int, int]:
         """``{row: full distance}`` of the rows within ``max_distance`` off *wildcard*."""
-        return self._probe(fingerprint, wildcard)
+        return {row: (stored ^ fingerprint).bit_count() for row, stored in self._probe(fingerprint, wildcard).items()}
 
     def fingerprint_at(self, row: int) -> int:
-        return int(self._fingerprints.values[row])
+        return self._tables.fingerprint_of(row, int(self._hints.values[row]))
 
     def fingerprints_from(self, row: int) -> npt.NDArray[np.uint64]:
         """The fingerprints of rows ``row ...`` (a copy)."""
-        return self._fingerprints.values[row:].copy()
+        return self._tables.row_fingerprints()[row:]
 
     def add_record(self, fingerprint: int) -> None:
         """Append a record: :meth:`add` without checking the fingerprint (the log's are valid)."""
-        self._append(fingerprint, "", None, self.design.bucket_keys(fingerprint))
+        self._append(fingerprint, "", None)
 
     def add_records(self, fingerprints: npt.NDArray[np.uint64]) -> None:
         """Append many records at once (a catch-up): one merge, nothing done per record
