@@ -30,6 +30,7 @@ STAGES: dict[str, tuple[tuple[str, str, str], ...]] = {
     "features": (
         ("scrapy_simhash.core.features", "Featurizer", "features"),
         ("scrapy_simhash.core.features", "Featurizer", "shingle_set"),
+        ("scrapy_simhash.core.features", "Featurizer", "features_and_shingle_set"),
     ),
     "simhash": (
         ("scrapy_simhash.core.fingerprinter", "", "simhash_margins"),

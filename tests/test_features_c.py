@@ -72,6 +72,12 @@ def assert_same_features(blocks: list[str], native: Featurizer, oracle: Featuriz
         fingerprint_py, margins_py = fingerprint.simhash_margins(expected.hashes, expected.weights)
     assert fingerprint_c == fingerprint_py
     np.testing.assert_array_equal(margins_c, margins_py)
+    # The features and the sketch's shingles of one pass over the tokens: the same as apart.
+    together, across = native.features_and_shingle_set(blocks, sketch.SKETCH_SHINGLE_SIZE)
+    assert together.n_tokens == expected.n_tokens
+    np.testing.assert_array_equal(together.hashes, expected.hashes)
+    np.testing.assert_array_equal(together.weights, expected.weights)
+    np.testing.assert_array_equal(across, oracle.shingle_set([" ".join(blocks)], sketch.SKETCH_SHINGLE_SIZE))
 
 
 def test_the_kernel_is_named() -> None:

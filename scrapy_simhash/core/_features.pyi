@@ -1,12 +1,18 @@
 # The C features and votes (features_c/); see features.Featurizer and fingerprint.simhash_margins.
 from collections.abc import Sequence
+from typing import overload
 
 import numpy as np
 import numpy.typing as npt
 
 class TokenTable:
     def __init__(self, key: bytes, capacity: int) -> None: ...
+    @overload
     def shingle_counts(self, blocks: Sequence[str], size: int, /) -> tuple[bytearray, bytearray, int]: ...
+    @overload
+    def shingle_counts(
+        self, blocks: Sequence[str], size: int, set_size: int, /
+    ) -> tuple[bytearray, bytearray, int, bytearray]: ...
     def remembered(self) -> int: ...
 
 def set_script_classes(han: str, marks: str, hiragana: str, katakana: str, one_char: str, /) -> None: ...
