@@ -25,8 +25,13 @@ page *beyond the parse*: the difference per page with scrapy-simhash and without
 milliseconds and as overhead in % (the middleware reads the tree of ``response.selector``,
 which the spider's selectors reuse: the parse is paid once either way). Each crawl with
 scrapy-simhash is compared with the median without it. Target: <= 10% more CPU with the
-middleware. ``--quick`` checks that it runs: a partial crawl's mix of pages and 404s varies
-from crawl to crawl, so its figures vary by 10% and more.
+middleware. The last columns: the fingerprinting's CPU (the core's share, the parse
+included) and the garbage collector's, per page. Then the add-on crawls' CPU per page by
+stage (:mod:`crawl_stages`: the decode and the parse, which the spider pays anyway, and
+scrapy-simhash's own stages), timed in those crawls only, so that the wrappers' ~10 us a
+page stay out of the middleware's figure. ``--quick`` checks that it runs: a partial
+crawl's mix of pages and 404s varies from crawl to crawl, so its figures vary by 10% and
+more.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ from urllib.parse import urlsplit
 
 import scrapy
 from scrapy.http import HtmlResponse, Response
+
+import crawl_stages  # (this script's folder is on sys.path)
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -84,6 +91,10 @@ MODES: dict[str, dict[str, Any]] = {
     },
     "with the add-on (mark)": {"ADDONS": {"scrapy_simhash.Addon": 300}, "SIMHASH_ACTION": "mark"},
 }
+
+
+#: The crawls whose stages are timed (crawl_stages): the add-on's, all of scrapy-simhash.
+STAGED_MODE = "with the add-on (mark)"
 
 
 class MinimalSpider(scrapy.Spider):
@@ -130,15 +141,19 @@ def run_child(url: str, spider: str, mode: str, pages: int) -> None:
     }
     settings.update(MODES[mode])
     fingerprinting = _time_fingerprinting()
+    clock = crawl_stages.install() if mode == STAGED_MODE else None
+    collections = crawl_stages.time_collections()
     process = AsyncCrawlerProcess(settings)
     crawler = process.create_crawler(spider_class(spider))
     marks: dict[str, float] = {}
 
     def opened() -> None:
         marks["open"] = time.process_time()
+        collections[0] = 0.0
 
     def closed() -> None:
         marks["close"] = time.process_time()
+        marks["gc"] = collections[0]
 
     crawler.signals.connect(opened, signals.spider_opened)  # (signals hold weak references)
     crawler.signals.connect(closed, signals.spider_closed)
@@ -152,6 +167,8 @@ def run_child(url: str, spider: str, mode: str, pages: int) -> None:
         "responses": stats.get("response_received_count", 0),
         "marked": stats.get("simhash/marked", 0),
         "fingerprinting": fingerprinting[0],
+        "stages": clock.seconds if clock is not None else {},
+        "gc": marks["gc"],
     }))
 
 
@@ -275,23 +292,36 @@ def report(spider: str, runs: dict[str, list[dict[str, Any]]]) -> None:
     print(f"\n{spider} spider ({SPIDERS[spider]}): {count} crawl{'s' * (count > 1)} each way"
           f"{', median [min, max]' if count > 1 else ''}")
     print(f"{'crawl':<28}{'pages':>6}{'responses':>10}{'marked':>7}{'CPU s':>22}{'CPU ms/page':>22}"
-          f"{'beyond the parse ms/page':>26}{'overhead':>24}{'fingerprinting ms/page':>24}")
+          f"{'beyond the parse ms/page':>26}{'overhead':>24}{'fingerprinting ms/page':>24}{'GC ms/page':>12}")
     for mode, mode_runs in runs.items():
         pages = round(statistics.median(run["pages"] for run in mode_runs))
         responses = round(statistics.median(run["responses"] for run in mode_runs))
         marked = round(statistics.median(run["marked"] for run in mode_runs))
         core = statistics.median(run["fingerprinting"] / run["pages"] for run in mode_runs)
+        collecting = statistics.median(run["gc"] / run["pages"] for run in mode_runs)
         beyond = overhead = "-"
         if mode in compared:  # each crawl against the median without scrapy-simhash
             beyond = spread([1000 * (cpu - base) for cpu in per_page[mode]], "+.2f")
             overhead = spread([100 * (cpu / base - 1) for cpu in per_page[mode]], "+.1f") + " %"
         print(f"{mode:<28}{pages:>6}{responses:>10}{marked:>7}{spread([run['cpu'] for run in mode_runs], '.2f'):>22}"
               f"{spread([1000 * cpu for cpu in per_page[mode]], '.2f'):>22}{beyond:>26}{overhead:>24}"
-              f"{1000 * core:>24.2f}")
+              f"{1000 * core:>24.2f}{1000 * collecting:>12.2f}")
+    report_stages(runs[STAGED_MODE])
     middleware = statistics.median(per_page["with the middleware (mark)"]) / base - 1
     verdict = "ok" if middleware <= TARGET_OVERHEAD else "over target"
     print(f"{spider}: middleware overhead {middleware:+.1%} CPU per page (target <= {TARGET_OVERHEAD:.0%}: {verdict});"
           " fingerprinting is the core's share, the rest is the glue (index, stats, meta) and run-to-run noise")
+
+
+def report_stages(runs: list[dict[str, Any]]) -> None:
+    """CPU ms per page of each stage in the add-on crawls, median [min, max]."""
+    per_page = {
+        stage: [1000 * run["stages"][stage] / run["pages"] for run in runs] for stage in crawl_stages.STAGES
+    }
+    own = [sum(run["stages"][stage] for stage in crawl_stages.OWN_STAGES) * 1000 / run["pages"] for run in runs]
+    print(f"CPU ms per page by stage ({STAGED_MODE}): "
+          + ", ".join(f"{stage} {spread(values, '.3f')}" for stage, values in per_page.items())
+          + f"; scrapy-simhash's own (all but the parse): {spread(own, '.3f')}")
 
 
 if __name__ == "__main__":

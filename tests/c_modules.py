@@ -6,19 +6,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
 
-from scrapy_simhash.core import content, features, fingerprint, templates, text
+from scrapy_simhash.core import content, features, fingerprint, sketch, templates, text
 
 #: Where each C module is looked up (None there: the Python code runs).
 _USERS: dict[str, tuple[tuple[ModuleType, str], ...]] = {
     "extraction": ((content, "_extract"), (text, "_extract"), (templates, "_extract")),
-    "features": ((features, "_features"), (fingerprint, "_features")),
+    "features": ((features, "_features"), (fingerprint, "_features"), (sketch, "_features")),
 }
 
 
 @contextmanager
 def python_instead_of(name: str) -> Iterator[None]:
     """Inside the block, the core runs the Python twin of the C module *name*
-    ("extraction": extraction, normalisation and block keys; "features": features and votes).
+    ("extraction": extraction, normalisation and block keys; "features": features, votes and sketches).
 
     A context manager, not a fixture: hypothesis tests may not use function-scoped ones.
     """

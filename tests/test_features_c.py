@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from c_modules import python_instead_of
 from conftest import CORPUS, needs_corpus
-from scrapy_simhash.core import features, fingerprint, hashing
+from scrapy_simhash.core import features, fingerprint, hashing, sketch
 from scrapy_simhash.core.features import WEIGHTINGS, Featurizer
 
 BUILT = features._features
@@ -72,6 +72,12 @@ def assert_same_features(blocks: list[str], native: Featurizer, oracle: Featuriz
         fingerprint_py, margins_py = fingerprint.simhash_margins(expected.hashes, expected.weights)
     assert fingerprint_c == fingerprint_py
     np.testing.assert_array_equal(margins_c, margins_py)
+    # The features and the sketch's shingles of one pass over the tokens: the same as apart.
+    together, across = native.features_and_shingle_set(blocks, sketch.SKETCH_SHINGLE_SIZE)
+    assert together.n_tokens == expected.n_tokens
+    np.testing.assert_array_equal(together.hashes, expected.hashes)
+    np.testing.assert_array_equal(together.weights, expected.weights)
+    np.testing.assert_array_equal(across, oracle.shingle_set([" ".join(blocks)], sketch.SKETCH_SHINGLE_SIZE))
 
 
 def test_the_kernel_is_named() -> None:
@@ -153,6 +159,31 @@ def test_c_votes_are_numpy_votes(hashes: list[int], kind: str, rng: object) -> N
     off_grid = any(not (value * 1024).is_integer() for value in values)  # "any" may draw 0.0
     if len(h) and (kind == "huge" or off_grid):  # NumPy decided
         assert BUILT.simhash_votes(h, w) is None
+
+
+@needs_c
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=600, unique=True),
+    st.integers(0, 63),
+)
+def test_c_sketches_are_numpy_sketches(hashes: list[int], shift: int) -> None:
+    # Shifted right, the hashes leave most bins empty: the densification's paths.
+    shingles = np.array(sorted({value >> shift for value in hashes}), dtype=np.uint64)
+    expected = sketch.minwise_sketch(shingles)
+    assert BUILT.minwise_sketch(shingles) == expected
+    assert BUILT.minwise_sketch(shingles[::-1].copy()) == expected  # any order
+    found = sketch.page_sketch(shingles)
+    with python_kernel():
+        assert sketch.page_sketch(shingles) == found
+
+
+@needs_c
+def test_c_sketches_refuse_what_numpy_refuses() -> None:
+    with pytest.raises(ValueError, match="at least one shingle"):
+        BUILT.minwise_sketch(np.array([], dtype=np.uint64))
+    with pytest.raises(ValueError, match="uint64"):
+        BUILT.minwise_sketch(b"12345")
 
 
 @needs_c

@@ -135,6 +135,23 @@ class Featurizer:
         token_hashes, is_separator = self._hash_blocks(blocks)
         return np.unique(hashing.separated_shingle_hashes(token_hashes, is_separator, size))
 
+    def features_and_shingle_set(self, blocks: list[str], size: int) -> tuple[Features, npt.NDArray[np.uint64]]:
+        """:meth:`features` of *blocks* and :meth:`shingle_set` of them joined by spaces, as
+        one block: in C from one pass over their tokens (a space is never part of a token,
+        so the tokens of the joined text are the blocks' tokens, in order).
+
+        >>> f = Featurizer(segmenter="char")
+        >>> found, shingles = f.features_and_shingle_set(["one two three", "four five six"], 5)
+        >>> found.n_tokens, shingles.tolist() == f.shingle_set(["one two three four five six"], 5).tolist()
+        (6, True)
+        """
+        if self._table is None or size == 1:
+            return self.features(blocks), self.shingle_set([" ".join(blocks)], size)
+        hashes, counts, n_tokens, across = self._table.shingle_counts(blocks, self.shingle_size, size)
+        weights = self._damp(np.frombuffer(counts, dtype=np.int64))
+        found = Features(np.frombuffer(hashes, dtype=np.uint64), weights, n_tokens)
+        return found, np.frombuffer(across, dtype=np.uint64)
+
     def _native_features(self, table: _features.TokenTable, blocks: list[str]) -> Features:
         """:meth:`features` of blocks without block weights, in C (see :func:`kernel`)."""
         hashes, counts, n_tokens = table.shingle_counts(blocks, self.shingle_size)

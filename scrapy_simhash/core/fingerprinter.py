@@ -101,7 +101,7 @@ class Fingerprinter:
         Raise :class:`~.text.NotHtmlError` (``.reason``) when it is not a page.
         """
         raw_blocks, title = self._raw_blocks(html, encoding)
-        return self._fingerprinted_text(content_blocks(raw_blocks), title)[0]
+        return self._fingerprinted_text(content_blocks(raw_blocks), title)
 
     def _raw_blocks(self, html: bytes | str, encoding: str | None) -> tuple[list[str], str]:
         """The extractor's blocks of a page, and its title (read first: it is in <head>)."""
@@ -153,39 +153,45 @@ class Fingerprinter:
         return self._fingerprint(content_blocks(content_text.splitlines()))
 
     def _fingerprint(self, blocks: list[str], title: str = "", template_blocks: int = 0) -> FingerprintResult:
-        found = self._featurizer.features(blocks)
+        found, shingles = self._features(blocks)
         if found.n_tokens < self.options.min_tokens:
             reason = "empty" if not found.n_tokens else "too_short"
             return FingerprintResult(None, found.n_tokens, reason, len(blocks), template_blocks)
-        text_blocks, shingles = self._fingerprinted_text(blocks, title)
+        text_blocks = self._fingerprinted_blocks(blocks, shingles, title)
         if text_blocks is not blocks:
-            found, blocks = self._featurizer.features(text_blocks), text_blocks
+            (found, shingles), blocks = self._features(text_blocks), text_blocks
         fingerprint, margins = simhash_margins(found.hashes, found.weights)
         wildcard = weakest_bits(margins, self.options.wildcard_bits)
         return FingerprintResult(
             fingerprint, found.n_tokens, None, len(blocks), template_blocks, wildcard, page_sketch(shingles)
         )
 
-    def _fingerprinted_text(self, blocks: list[str], title: str) -> tuple[list[str], npt.NDArray[np.uint64]]:
-        """The blocks a page is fingerprinted on, and its sketch's shingles: a short page's
-        (fewer than MIN_SKETCHED_SHINGLES) with its title first. What little text a short
-        page has is often all its site's template (a one-entry listing whose entry is a
-        link, its title in a "header"): its <title> is then what tells it from its siblings
+    def _fingerprinted_text(self, blocks: list[str], title: str) -> list[str]:
+        """The blocks a page is fingerprinted on (see :meth:`_fingerprinted_blocks`)."""
+        return self._fingerprinted_blocks(blocks, self._features(blocks)[1], title)
+
+    @staticmethod
+    def _fingerprinted_blocks(blocks: list[str], shingles: npt.NDArray[np.uint64], title: str) -> list[str]:
+        """The blocks a page is fingerprinted on, given its sketch's *shingles*: a short
+        page's (fewer than MIN_SKETCHED_SHINGLES) with its title first. What little text a
+        short page has is often all its site's template (a one-entry listing whose entry is
+        a link, its title in a "header"): its <title> is then what tells it from its siblings
         (measured on big sites, README "Precision at scale"). Only short pages: a long
         page's title differs in its copies (a repost's site name, "printer-friendly version").
         """
-        shingles = self._sketch_shingles(blocks)
         if len(shingles) >= MIN_SKETCHED_SHINGLES or not title:
-            return blocks, shingles
-        titled = [*content_blocks([title]), *blocks]
-        return titled, self._sketch_shingles(titled)
+            return blocks
+        return [*content_blocks([title]), *blocks]
 
-    def _sketch_shingles(self, blocks: list[str]) -> npt.NDArray[np.uint64]:
-        # The sketch's shingles run across blocks, as the near-duplicate definition's do
-        # (Broder's, over the page's token stream): block-bounded ones let a page of short
-        # blocks (signatures, table cells) keep most of its shingles through an edit of a
-        # few words, and look 0.9 alike to a sibling whose text is 0.6 alike.
-        return self._featurizer.shingle_set([" ".join(blocks)], SKETCH_SHINGLE_SIZE)
+    def _features(self, blocks: list[str]) -> tuple[features.Features, npt.NDArray[np.uint64]]:
+        """The blocks' features and their sketch's shingles, from one pass over their tokens.
+
+        The sketch's shingles run across blocks, as the near-duplicate definition's do
+        (Broder's, over the page's token stream): block-bounded ones let a page of short
+        blocks (signatures, table cells) keep most of its shingles through an edit of a
+        few words, and look 0.9 alike to a sibling whose text is 0.6 alike.
+        """
+        return self._featurizer.features_and_shingle_set(blocks, SKETCH_SHINGLE_SIZE)
 
 
 def python_stages() -> list[str]:

@@ -57,9 +57,10 @@ table_remembered(TokenTable *self, PyObject *unused)
 
 static PyMethodDef table_methods[] = {
     {"shingle_counts", (PyCFunction)(void (*)(void))features_shingle_counts, METH_FASTCALL,
-     "shingle_counts($self, blocks, size, /)\n--\n\n"
+     "shingle_counts($self, blocks, size, set_size=0, /)\n--\n\n"
      "(distinct shingle hashes, their counts, number of tokens) of the blocks: the hashes as\n"
-     "native uint64 and the counts as int64, in bytearrays, sorted by hash."},
+     "native uint64 and the counts as int64, in bytearrays, sorted by hash. With a set_size,\n"
+     "a fourth item: the distinct shingles of set_size tokens across the blocks, likewise."},
     {"remembered", (PyCFunction)table_remembered, METH_NOARGS,
      "remembered($self, /)\n--\n\nTokens of more than one character in the table now."},
     {NULL, NULL, 0, NULL},
