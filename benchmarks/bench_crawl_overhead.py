@@ -37,6 +37,7 @@ more.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import subprocess
@@ -246,6 +247,22 @@ def serve(site: Path, port: int = SITE_PORT) -> tuple[subprocess.Popen[str], str
     return server, line.split(" on ", 1)[1].split(" ", 1)[0]
 
 
+@contextlib.contextmanager
+def dev_site() -> Iterator[str]:
+    """The dev corpus site unpacked to a temporary directory and served (:func:`serve`),
+    for as long as the block runs: its URL."""
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(SITE_ARCHIVE) as archive:
+            archive.extractall(tmp, filter="data")
+        server, url = serve(Path(tmp, "site"))
+        try:
+            yield url
+        finally:
+            server.terminate()
+            server.wait()
+            server.stdout.close()  # type: ignore[union-attr]
+
+
 def main() -> None:
     args = parse_args()
     if args.child:
@@ -254,24 +271,16 @@ def main() -> None:
     pages, repeat = (args.pages or 500, 1) if args.quick else (args.pages, args.repeat)
     spiders = list(SPIDERS) if args.spider == "both" else [args.spider]
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {spider: {mode: [] for mode in MODES} for spider in spiders}
-    with tempfile.TemporaryDirectory() as tmp:
-        with tarfile.open(SITE_ARCHIVE) as archive:
-            archive.extractall(tmp, filter="data")
-        server, url = serve(Path(tmp, "site"))
-        try:
-            # Round after round, every spider and way in turn: a slow spell of the machine
-            # falls on all of them, not on one.
-            for round_ in range(1, repeat + 1):
-                for spider in spiders:
-                    for mode in MODES:
-                        run = crawl(url, spider, mode, pages)
-                        runs[spider][mode].append(run)
-                        print(f"[{round_}/{repeat}] {spider}, {mode}: {run['cpu']:.2f} s CPU,"
-                              f" {run['pages']} pages", file=sys.stderr, flush=True)
-        finally:
-            server.terminate()
-            server.wait()
-            server.stdout.close()  # type: ignore[union-attr]
+    with dev_site() as url:
+        # Round after round, every spider and way in turn: a slow spell of the machine
+        # falls on all of them, not on one.
+        for round_ in range(1, repeat + 1):
+            for spider in spiders:
+                for mode in MODES:
+                    run = crawl(url, spider, mode, pages)
+                    runs[spider][mode].append(run)
+                    print(f"[{round_}/{repeat}] {spider}, {mode}: {run['cpu']:.2f} s CPU,"
+                          f" {run['pages']} pages", file=sys.stderr, flush=True)
     for spider in spiders:
         report(spider, runs[spider])
 

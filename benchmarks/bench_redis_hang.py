@@ -30,13 +30,11 @@ import signal
 import statistics
 import subprocess
 import sys
-import tarfile
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench_crawl_overhead import EXAMPLE_PROJECT, SITE_ARCHIVE, serve  # sibling
+from bench_crawl_overhead import EXAMPLE_PROJECT, dev_site  # sibling
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from redis_server import RedisServer, find_redis_server  # noqa: E402
@@ -124,11 +122,8 @@ def main() -> None:
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     server = RedisServer(find_redis_server() or sys.exit("no redis-server found"))
     server.start()
-    with tempfile.TemporaryDirectory() as tmp:
-        with tarfile.open(SITE_ARCHIVE) as archive:
-            archive.extractall(tmp, filter="data")
-        site, url = serve(Path(tmp, "site"))
-        try:
+    try:
+        with dev_site() as url:
             for round_ in range(1, args.repeat + 1):
                 for action in ACTIONS:
                     up = crawl(url, server, f"hang-{action}-{round_}-up", action, 0)
@@ -137,11 +132,8 @@ def main() -> None:
                         runs.setdefault((action, state), []).append(run)
                         print(f"[{round_}/{args.repeat}] {action}, Redis {state}: {run['seconds']:.1f} s,"
                               f" {run['responses']} responses", file=sys.stderr, flush=True)
-        finally:
-            site.terminate()
-            site.wait()
-            site.stdout.close()  # type: ignore[union-attr]
-            server.close()
+    finally:
+        server.close()
     report(runs)
 
 
