@@ -70,10 +70,11 @@ class DiskStore(StoreFiles):
         self._opened = False  # (closing a store that failed to open syncs nothing)
         records, ops = self._open_files(directory, signature, reset, read_only, compact)
         adds = ops == lf.OP_ADD
-        declared = records[ops == lf.OP_NAMESPACE] if not adds.all() else records[:0]
+        only_adds = bool(adds.all())
+        declared = records[:0] if only_adds else records[ops == lf.OP_NAMESPACE]
         self._namespaces = {self._key_of(r): int(r["namespace"]) for r in declared}
         # (a copy only if needed; without a namespace declared, every entry is the default one's)
-        self._at_open = RecordsAtOpen(records if adds.all() else records[adds], one_namespace=not self._namespaces)
+        self._at_open = RecordsAtOpen(records if only_adds else records[adds], one_namespace=not self._namespaces)
         self.users = 0
         self._opened = True
 

@@ -114,18 +114,19 @@ class CrcTable:
 
     def _merge(self) -> None:
         """Sort every row in now."""
-        for _ in self._merging or ():
-            pass
         if len(self._recent.crcs):
             self._start_merge()
-            for _ in self._merging or ():
-                pass
+        self._finish_merge()
 
     def _start_merge(self) -> None:
-        for _ in self._merging or ():  # (at the default bound, long done by now)
-            pass
+        self._finish_merge()  # (at the default bound, long done by now)
         self._frozen, self._recent = self._recent, _Recent(self.rows)
         self._merging = self._merge_steps(self._frozen)
+
+    def _finish_merge(self) -> None:
+        """Run the merge under way, if any, to its end."""
+        for _ in self._merging or ():
+            pass
 
     def _merge_steps(self, frozen: _Recent) -> Iterator[None]:
         """Sort *frozen*'s rows in (stable: the rows of a CRC stay in the order added), a

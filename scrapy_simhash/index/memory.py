@@ -106,12 +106,7 @@ class MemoryIndex(SimhashIndex):
             index.design = design_for_size(index.design, len(fps))
         index._keys = store
         index._sketches = sketches if sketches is not None else SketchStore.empty(len(fps))
-        if tables is None:
-            index._reset_tables(fps)
-        else:
-            index._hints = GrowableArray(np.uint8, row_hints(index.design, fps))
-            index._tables = BufferedTables(tables, len(tables))
-            index._tables.merge_now(fps[len(tables) :], index.design)
+        index._reset_tables(fps, tables)
         return index
 
     def settled_tables(self) -> SortedBuckets:
@@ -289,10 +284,15 @@ class MemoryIndex(SimhashIndex):
         """More buckets as the index grows (once per doubling), unless the design was given."""
         return design_for_size(self.design, size) if self._auto_design else self.design
 
-    def _reset_tables(self, fingerprints: npt.NDArray[np.uint64]) -> None:
-        """Sort every row (these *fingerprints*) into the tables again; empty the write buffer."""
+    def _reset_tables(self, fingerprints: npt.NDArray[np.uint64], built: SortedBuckets | None = None) -> None:
+        """Sort every row (these *fingerprints*) into the tables again, or only the rows
+        after those *built* already holds; empty the write buffer."""
         self._hints = GrowableArray(np.uint8, row_hints(self.design, fingerprints))
-        self._tables = BufferedTables(SortedBuckets.build(self.design, fingerprints), len(fingerprints))
+        if built is None:
+            self._tables = BufferedTables(SortedBuckets.build(self.design, fingerprints), len(fingerprints))
+        else:
+            self._tables = BufferedTables(built, len(built))
+            self._tables.merge_now(fingerprints[len(built) :], self.design)
 
     def _compact(self) -> None:
         """Drop removed rows for good (renumbers rows, so rebuilds the tables)."""

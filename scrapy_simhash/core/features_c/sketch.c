@@ -33,16 +33,13 @@ sketch_bits(const uint64_t *hashes, Py_ssize_t n, uint8_t out[SKETCH_BINS / 8])
         }
     }
     /* An empty bin takes the next filled bin's minimum, circularly: walk down from the
-     * last filled bin, carrying the minimum of the nearest filled bin above. */
-    int last = SKETCH_BINS - 1;
-    while (!filled[last]) {
-        last--; /* n > 0: some bin is filled */
-    }
+     * top bin, carrying the minimum of the nearest filled bin above (above the last filled
+     * bin, circularly, the first one's). */
     int first = 0;
     while (!filled[first]) {
-        first++;
+        first++; /* n > 0: some bin is filled */
     }
-    uint64_t carried = minima[first]; /* past the last filled bin, the first one's */
+    uint64_t carried = minima[first];
     memset(out, 0, SKETCH_BINS / 8);
     for (int bin = SKETCH_BINS - 1; bin >= 0; bin--) {
         if (filled[bin]) {
