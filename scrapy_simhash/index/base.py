@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple
 
 from ..core.fingerprint import check_fingerprint
-from ..core.sketch import max_sketch_distance, sketch_distance
+from ..core.sketch import Confirmation
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -38,11 +38,11 @@ DEFAULT_MAX_DISTANCE: Final = 3
 #: k <= 7 on 64 bits; past 8, near-duplicates and unrelated pages overlap (and the
 #: tables stop paying off).
 MAX_DISTANCE_LIMIT: Final = 8
-#: A SimHash match is a near-duplicate when the pages' sketches estimate at least this
-#: Jaccard similarity of their shingle sets (README, "Choosing k"): a little under the
-#: ground truth's line of 0.8, by about the estimate's standard error there (0.037), so
-#: that most pairs on the line pass and pairs at 0.7 seldom do (measured: README).
-DEFAULT_MIN_SIMILARITY: Final = 0.77
+#: A SimHash match is a near-duplicate when the pages share at least this Jaccard
+#: similarity of their shingle sets (README, "Choosing k"): the ground truth's line.
+#: Two short pages are compared exactly; a sketch's estimate may be a little under it
+#: (:class:`~scrapy_simhash.core.sketch.Confirmation`).
+DEFAULT_MIN_SIMILARITY: Final = 0.8
 
 
 def signature_difference(stored: str, current: str) -> str:
@@ -147,8 +147,11 @@ class SimhashIndex(ABC):
             raise ValueError(f"max_distance must be between 0 and {MAX_DISTANCE_LIMIT}, not {max_distance}")
         self.max_distance = max_distance
         self.min_similarity = float(min_similarity)
-        #: Two sketches confirm a match when they differ in at most this many bits.
-        self.max_sketch_distance = max_sketch_distance(self.min_similarity)
+        #: When two sketches confirm a match (exactly for two short pages, else by estimate).
+        self.confirmation = Confirmation(self.min_similarity)
+        #: Two sketches (one of a longer page) confirm a match when they differ in at most
+        #: this many bits.
+        self.max_sketch_distance = self.confirmation.max_distance
 
     @abstractmethod
     def add_if_new(
@@ -196,8 +199,8 @@ class SimhashIndex(ABC):
         ``max_distance`` bits outside the *wildcard* mask: bits of the query that may
         differ freely (its least-confident bits, :attr:`FingerprintResult.wildcard`; none
         at ``max_distance`` 0, so that k = 0 matches exact copies only),
-        and, when *sketch* and the stored entry's sketch are both given, the sketches
-        differ in at most :attr:`max_sketch_distance` bits (:meth:`confirms`).
+        and, when *sketch* and the stored entry's sketch are both given, they confirm
+        it (:meth:`confirm`).
         ``Match.distance`` is the full Hamming distance.
         """
 
@@ -248,11 +251,13 @@ class SimhashIndex(ABC):
         wildcard = check_fingerprint(wildcard)
         return wildcard if self.max_distance else 0
 
-    def confirms(self, query_sketch: bytes | None, stored_sketch: bytes | None) -> bool:
-        """Whether a stored entry within k is a match: always when either has no sketch."""
+    def confirm(self, query_sketch: bytes | None, stored_sketch: bytes | None) -> tuple[bool, float | None]:
+        """Whether a stored entry within k is a match, and the similarity of the two pages:
+        ``(True, None)`` when either has no sketch (the fingerprints alone decide)."""
         if query_sketch is None or stored_sketch is None:
-            return True
-        return sketch_distance(query_sketch, stored_sketch) <= self.max_sketch_distance
+            return True, None
+        similarity = self.confirmation.similarity(query_sketch, stored_sketch)
+        return similarity is not None, similarity
 
     def query_many(self, fingerprints: Sequence[int]) -> list[list[Match]]:
         """:meth:`query` for each fingerprint, in order."""

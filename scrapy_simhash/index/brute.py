@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..core.fingerprint import check_fingerprint
-from ..core.sketch import check_sketch, estimated_similarity, sketch_distance
+from ..core.sketch import check_sketch
 from ._storage import GrowableArray, KeyStore, entry_columns
 from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex
 
@@ -63,10 +63,11 @@ class BruteForceIndex(SimhashIndex):
         distances = np.bitwise_count(differences)
         counted = np.bitwise_count(differences & ~np.uint64(wildcard)) if wildcard else distances
         hits = np.flatnonzero(counted <= self.max_distance).tolist()
+        verdicts = [(i, *self.confirm(sketch, self._sketches[i])) for i in hits]
         matches = [
-            Match(self._keys[i], int(stored[i]), int(distances[i]), self._similarity(sketch, self._sketches[i]))
-            for i in hits
-            if self.confirms(sketch, self._sketches[i])
+            Match(self._keys[i], int(stored[i]), int(distances[i]), similarity)
+            for i, confirmed, similarity in verdicts
+            if confirmed
         ]
         return sorted(matches, key=Match.order)
 
@@ -97,7 +98,3 @@ class BruteForceIndex(SimhashIndex):
 
     def entries(self) -> Iterator[tuple[int, str, bytes | None]]:
         return zip(self._fingerprints.values.tolist(), list(self._keys), self._sketches)
-
-    @staticmethod
-    def _similarity(query: bytes | None, stored: bytes | None) -> float | None:
-        return None if query is None or stored is None else estimated_similarity(sketch_distance(query, stored))

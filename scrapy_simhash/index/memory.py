@@ -4,7 +4,7 @@ Layout, with no Python object per fingerprint:
 
 * an entry's *row id* is its position in the keys and sketches, in the order added;
 * keys: one UTF-8 buffer plus end offsets (:class:`~._storage.KeyStore`);
-* sketches: 32 bytes a row (:class:`~._storage.SketchStore`), read only for the rows
+* sketches: 32 bytes a row, and a short page's shingles (:class:`~._storage.SketchStore`), read only for the rows
   within ``max_distance`` of a query, to confirm them;
 * per table of the :class:`~._tables.TableDesign`, in bucket order, with a bucket
   directory (:class:`~._buckets.SortedBuckets`): table 0 the fingerprints and row ids
@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..core.fingerprint import check_fingerprint
-from ..core.sketch import check_sketch, estimated_similarity
+from ..core.sketch import check_sketch
 from ._buckets import SortedBuckets, bucket_stats, hint_of, probe_kernel, row_hints
 from ._design_choice import design_for_size, starting_design
 from ._key_lookup import KeyLookup
@@ -271,12 +271,11 @@ class MemoryIndex(SimhashIndex):
             matches = [Match(self._keys[r], f, (f ^ query).bit_count()) for r, f in found.items()]
         else:
             rows = np.fromiter(found, dtype=np.intp, count=len(found))
-            differing = self._sketches.distances(rows, sketch).tolist()
+            verdicts = self._sketches.confirm(rows, sketch, self.confirmation)
             matches = [
-                Match(self._keys[r], found[r], (found[r] ^ query).bit_count(),
-                      None if s < 0 else estimated_similarity(s))
-                for r, s in zip(rows.tolist(), differing)
-                if s <= self.max_sketch_distance  # (-1: stored without a sketch)
+                Match(self._keys[r], found[r], (found[r] ^ query).bit_count(), similarity)
+                for r, (confirmed, similarity) in zip(rows.tolist(), verdicts)
+                if confirmed
             ]
         return sorted(matches, key=Match.order)
 
