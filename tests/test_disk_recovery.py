@@ -9,6 +9,7 @@ import random
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -352,14 +353,27 @@ def _as_format_2(path: Path) -> None:
     (path / CHECKPOINT_NAME).unlink()
 
 
-def test_a_format_2_store_is_read_and_rewritten_by_its_first_writer(tmp_path: Path) -> None:
+def _as_format_3(path: Path) -> None:
+    """Rewrite a closed store without short pages' shingles as format 3: only its version."""
+    with open(path / LOG, "r+b") as log, open(path / KEYS, "r+b") as keys:
+        for file in (log, keys):
+            file.seek(len(lf.MAGIC))
+            file.write((3).to_bytes(4, "little"))
+    header = lf.read_header(str(path / LOG))  # (the header's CRC covers its JSON only)
+    assert header["version"] == 3
+
+
+@pytest.mark.parametrize(("version", "rewrite"), [(2, _as_format_2), (3, _as_format_3)])
+def test_an_older_store_is_read_and_rewritten_by_its_first_writer(
+    tmp_path: Path, version: int, rewrite: Callable[[Path], None]
+) -> None:
     with DiskIndex(tmp_path, namespace="n") as index:
         index.add_entries(entries(50))
         index.remove(*entries(50)[3][:2])
-    _as_format_2(tmp_path)
+    rewrite(tmp_path)
     expected = set(entries(50)) - {entries(50)[3]}
     assert stored(tmp_path, namespace="n", read_only=True) == expected
-    assert lf.read_header(str(tmp_path / LOG))["version"] == 2  # a reader changes nothing
+    assert lf.read_header(str(tmp_path / LOG))["version"] == version  # a reader changes nothing
     assert stored(tmp_path, namespace="n") == expected
     assert lf.read_header(str(tmp_path / LOG))["version"] == lf.FORMAT_VERSION
     assert stored(tmp_path, namespace="n") == expected

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from scrapy_simhash.cli import main
-from scrapy_simhash.core.sketch import estimated_similarity, max_sketch_distance
+from scrapy_simhash.core.sketch import EXACT_SHINGLES, Confirmation, estimated_similarity, page_sketch
 from scrapy_simhash.index import DiskIndex, IndexFormatError, Match, open_index
+from scrapy_simhash.index.disk import compact_store
 from scrapy_simhash.index import _logfile as lf
 
 LOG, KEYS = "fingerprints.log", "keys.log"
@@ -33,13 +34,17 @@ def flipped(sketch: bytes, count: int, seed: int = 0) -> bytes:
     return value.to_bytes(32, "little")
 
 
+def short_page_sketch(rng: random.Random) -> bytes:
+    """A short page's sketch: 32 bytes, then its sorted distinct 16-bit shingles."""
+    shingles = sorted(rng.sample(range(1 << 16), rng.randint(1, EXACT_SHINGLES)))
+    return random_sketch(rng) + np.array(shingles, dtype="<u2").tobytes()
+
+
 def mixed_entries(count: int, seed: int = 0) -> list[tuple[int, str, bytes | None]]:
-    """Random entries, every third without a sketch."""
+    """Random entries: without a sketch, with a long page's, with a short page's."""
     rng = random.Random(seed)
-    return [
-        (rng.getrandbits(64), f"https://example.com/{seed}/{i}", None if i % 3 == 0 else random_sketch(rng))
-        for i in range(count)
-    ]
+    makers = (lambda: None, lambda: random_sketch(rng), lambda: short_page_sketch(rng))
+    return [(rng.getrandbits(64), f"https://example.com/{seed}/{i}", makers[i % 3]()) for i in range(count)]
 
 
 def test_sketches_survive_reopen_from_every_write_path(tmp_path: Path) -> None:
@@ -56,6 +61,25 @@ def test_sketches_survive_reopen_from_every_write_path(tmp_path: Path) -> None:
     for read_only in (False, True):
         with DiskIndex(tmp_path, read_only=read_only) as index:
             assert sorted(index.entries(), key=lambda entry: entry[1]) == expected
+
+
+def test_short_pages_shingles_survive_removal_compaction_and_confirm_exactly(tmp_path: Path) -> None:
+    shingles = np.arange(1, 101, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    stored_sketch = page_sketch(shingles)
+    close, far = page_sketch(shingles[:84]), page_sketch(shingles[:79])  # J = 0.84 and 0.79, exactly
+    with DiskIndex(tmp_path) as index:
+        index.add(BASE, "short", stored_sketch)
+        index.add_entries(mixed_entries(300, 4))
+        index.remove_key("https://example.com/4/2")  # a short page's record, removed by its key
+    compact_store(tmp_path)
+    with DiskIndex(tmp_path) as index:
+        assert len(index) == 300
+        assert dict((key, sketch) for _, key, sketch in index.entries())["short"] == stored_sketch
+        assert index.query(BASE, sketch=close) == [Match("short", BASE, 0, 0.84)]
+        assert index.query(BASE, sketch=far) == []
+        assert index.remove_key("https://example.com/4/5") == 1
+    with DiskIndex(tmp_path, read_only=True) as index:
+        assert len(index) == 299
 
 
 def test_sketches_confirm_matches_after_reopen(tmp_path: Path) -> None:
@@ -78,16 +102,16 @@ def test_sketches_confirm_matches_after_reopen(tmp_path: Path) -> None:
 
 def test_min_similarity_reaches_the_disk_and_memory_indexes(tmp_path: Path) -> None:
     sketch = random_sketch(random.Random(6))
-    between = flipped(sketch, max_sketch_distance(0.8))  # confirmed at 0.8, not at 0.9
+    between = flipped(sketch, Confirmation(0.8).max_distance)  # confirmed at 0.8, not at 0.9
     with open_index(tmp_path, min_similarity=0.8) as index:
         index.add(BASE, "stored", sketch)
         assert [m.key for m in index.query(BASE, sketch=between)] == ["stored"]
     with open_index(tmp_path, min_similarity=0.9) as index:
-        assert index.max_sketch_distance == max_sketch_distance(0.9)
+        assert index.max_sketch_distance == Confirmation(0.9).max_distance
         assert index.query(BASE, sketch=between) == []
         assert index.describe()["min_similarity"] == 0.9
     memory = open_index("memory", min_similarity=0.9)
-    assert memory.max_sketch_distance == max_sketch_distance(0.9)
+    assert memory.max_sketch_distance == Confirmation(0.9).max_distance
 
 
 def _format_1_check(fingerprint: int, key_offset: int, word: int) -> int:

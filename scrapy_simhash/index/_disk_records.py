@@ -69,12 +69,24 @@ def _group_by_namespace(namespaces: npt.NDArray[np.uint16]) -> dict[int, npt.NDA
     return {int(value): order[start:stop] for value, start, stop in zip(values.tolist(), starts.tolist(), stops)}
 
 
-def read_keys(keys_path: str, keys_fd: int, records: npt.NDArray) -> KeyStore:
-    """The keys of *records* from ``keys.log`` (open as *keys_fd*), as a :class:`KeyStore`."""
+def read_keys(keys_path: str, keys_fd: int, records: npt.NDArray) -> tuple[KeyStore, dict[int, bytes]]:
+    """The keys of *records* from ``keys.log`` (open as *keys_fd*), as a :class:`KeyStore`,
+    and the shingles that follow the keys of short pages, by row (:mod:`._logfile`)."""
     if not len(records):
-        return KeyStore()
+        return KeyStore(), {}
     data, lengths = gather_keys(keys_path, keys_fd, records)
-    return KeyStore.from_buffer(data, np.cumsum(lengths))
+    ends = np.cumsum(lengths)
+    shingle_bytes = 2 * records["shingles"].astype(np.uint64)
+    if not shingle_bytes.any():
+        return KeyStore.from_buffer(data, ends), {}
+    starts = (ends - shingle_bytes).tolist()
+    rows = np.flatnonzero(shingle_bytes).tolist()
+    shingles = {row: bytes(data[starts[row] : int(ends[row])]) for row in rows}
+    # Each span is a key, then its shingles (none for most): keep the keys' bytes alone.
+    parts = np.column_stack((lengths - shingle_bytes, shingle_bytes)).ravel().astype(np.int64)
+    is_key = np.repeat(np.tile(np.array([True, False]), len(records)), parts)
+    keys = bytearray(np.frombuffer(data, dtype=np.uint8)[is_key].tobytes())
+    return KeyStore.from_buffer(keys, np.cumsum(lengths - shingle_bytes)), shingles
 
 
 def gather_keys(keys_path: str, keys_fd: int, records: npt.NDArray) -> tuple[bytearray, npt.NDArray[np.uint64]]:

@@ -109,9 +109,9 @@ class DiskStore(StoreFiles):
         *fingerprint* and *sketch* must be checked already: they are written as given.
         """
         self._check_writable()
-        data = encode_key(key)
-        offset = self._write_keys(data)
-        self._write_log(lf.pack_record(fingerprint, offset, data, namespace, op, sketch))
+        span = lf.key_span(encode_key(key), sketch)
+        offset = self._write_keys(span)
+        self._write_log(lf.pack_record(fingerprint, offset, span, namespace, op, sketch))
         if op == lf.OP_CLEAR:
             self._at_open.forget(namespace)
         self._sync_if_due()
@@ -122,15 +122,16 @@ class DiskStore(StoreFiles):
         namespace: int,
         fingerprints: npt.NDArray[np.uint64],
         keys: Sequence[str],
-        sketches: npt.NDArray[np.uint64],
+        sketches: SketchStore,
     ) -> None:
-        """Write many ADD records with two ``os.write`` calls (*sketches*: ``SketchStore.rows``)."""
+        """Write many ADD records with two ``os.write`` calls."""
         self._check_writable()
-        encoded = [encode_key(key) for key in keys]
+        encoded = [encode_key(key) + sketches.shingles(row) for row, key in enumerate(keys)]  # (lf.key_span)
         lengths = np.fromiter(map(len, encoded), dtype=np.uint64, count=len(encoded))
         records = np.zeros(len(encoded), dtype=lf.RECORD)
         records["fingerprint"] = fingerprints
-        records["sketch"] = sketches
+        records["sketch"] = sketches.rows
+        records["shingles"] = [len(sketches.shingles(row)) // 2 for row in range(len(encoded))]
         crcs = np.fromiter(map(lf.key_crc, encoded), dtype=np.uint64, count=len(encoded))
         offsets = self._write_keys(b"".join(encoded)) + np.cumsum(lengths) - lengths
         records["key_offset"] = offsets | crcs << np.uint64(lf.KEY_OFFSET_BITS)
@@ -182,11 +183,13 @@ class DiskStore(StoreFiles):
             records = records[records["namespace"] == namespace]
             records = records[live_entries(records, self._key_bytes)]
         if len(records) < _KEYS_IN_A_THREAD:
-            return records["fingerprint"].copy(), read_keys(self.keys_path, self._keys_fd, records), SketchStore(records["sketch"])
+            keys, shingles = read_keys(self.keys_path, self._keys_fd, records)
+            return records["fingerprint"].copy(), keys, SketchStore(records["sketch"], shingles)
         with ThreadPoolExecutor(1) as pool:  # the keys read (I/O, a copy) while the columns are copied
-            keys = pool.submit(read_keys, self.keys_path, self._keys_fd, records)
-            sketches, fingerprints = SketchStore(records["sketch"]), records["fingerprint"].copy()
-            return fingerprints, keys.result(), sketches
+            read = pool.submit(read_keys, self.keys_path, self._keys_fd, records)
+            sketches, fingerprints = records["sketch"].copy(), records["fingerprint"].copy()
+            keys, shingles = read.result()
+            return fingerprints, keys, SketchStore(sketches, shingles)
 
     @_locked
     def flush(self) -> None:

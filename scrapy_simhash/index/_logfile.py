@@ -6,12 +6,14 @@ A store is a directory with two append-only files:
   a JSON block with the fingerprint options signature, the store's generation and
   creation info, its CRC-32), then 64-byte little-endian records of eight 64-bit words
   (:data:`RECORD`): fingerprint, the key's offset in ``keys.log`` (40 bits) and the low
-  24 bits of its CRC-32, the ``key length | namespace << 32 | op << 48`` word, the
-  entry's 32-byte minwise sketch (:mod:`..core.sketch`) as four words (zeros: no
-  sketch), and a 64-bit check value mixing all seven words, so a torn or zeroed record
-  is detected.
+  24 bits of its CRC-32, the ``key length | namespace << 32 | op << 48 | shingles << 56``
+  word, the first 32 bytes of the entry's sketch (:mod:`..core.sketch`) as four words
+  (zeros: no sketch), and a 64-bit check value mixing all seven words, so a torn or
+  zeroed record is detected.
 * ``keys.log``: a 16-byte header (magic, version, generation), then the UTF-8 keys,
-  back to back.
+  back to back. A short page's key is followed by the rest of its sketch, its
+  ``shingles`` 16-bit values: the record's "key" (its length, its CRC) spans both, so
+  that the checks, the recovery and the compaction of keys carry them unchanged.
 
 A key is written before its record, and a record is one ``os.write``. After a kill -9
 every record points at a key that is there; after a power cut the disk may hold a
@@ -20,8 +22,8 @@ that, and :mod:`._replay` drops such records with the rest of the tail. Compacti
 (:mod:`._compaction`) writes a new pair of files with the next *generation*: both
 headers name it, so a log is never read with another log's keys.
 
-Format 2 had the same records without the key CRC (and generation 0): it is read as it
-is, and rewritten in format 3 by the first process that opens it to write. Format 1
+Formats 2 and 3 had no shingles after the keys (and 2 no key CRC, generation 0): they are
+read as they are, and rewritten in format 4 by the first process that opens them to write. Format 1
 had 32-byte records without a sketch. Its entries cannot be confirmed
 (:class:`~.base.SimhashIndex`), so it is refused, with the way out: reset or re-crawl.
 """
@@ -40,9 +42,9 @@ import numpy.typing as npt
 from ..core.sketch import SKETCH_BYTES
 from .base import IndexFormatError
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 #: Older versions read as they are (then rewritten by the first writer: see :mod:`.disk`).
-READABLE_VERSIONS = (2, 3)
+READABLE_VERSIONS = (2, 3, 4)
 HEADER_SIZE = 4096
 MAGIC = b"SIMHIDX\n"
 KEYS_MAGIC = b"SIMHKEY\n"
@@ -58,7 +60,7 @@ RECORD = np.dtype(
         ("key_length", "<u4"),
         ("namespace", "<u2"),
         ("op", "u1"),
-        ("reserved", "u1"),
+        ("shingles", "u1"),  # the 16-bit shingles after the key in keys.log
         ("sketch", "<u8", (_SKETCH_WORDS,)),
         ("check", "<u8"),
     ]
@@ -153,14 +155,27 @@ def key_crcs(records: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
 
 
 def pack_record(
-    fingerprint: int, key_offset: int, key: bytes, namespace: int, op: int, sketch: bytes | None = None
+    fingerprint: int, key_offset: int, span: bytes, namespace: int, op: int, sketch: bytes | None = None
 ) -> bytes:
-    """One record's bytes, for *key* written at *key_offset*; *sketch* is 32 checked bytes, or ``None``."""
-    if len(key) >> 32:  # it shares a word with the namespace and op
-        raise ValueError(f"a key is at most 4 GiB, not {len(key)} bytes")
-    sketch_words = _NO_SKETCH if sketch is None else _SKETCH.unpack(sketch)
-    words = (fingerprint, key_word(key_offset, key_crc(key)), len(key) | namespace << 32 | op << 48, *sketch_words)
+    """One record's bytes, for its key (and a short page's shingles: :func:`key_span`)
+    written at *key_offset*; *sketch* is checked, or ``None``."""
+    if len(span) >> 32:  # it shares a word with the namespace and op
+        raise ValueError(f"a key is at most 4 GiB, not {len(span)} bytes")
+    shingles = 0 if sketch is None else (len(sketch) - SKETCH_BYTES) // 2
+    sketch_words = _NO_SKETCH if sketch is None else _SKETCH.unpack_from(sketch)
+    length_word = len(span) | namespace << 32 | op << 48 | shingles << 56
+    words = (fingerprint, key_word(key_offset, key_crc(span)), length_word, *sketch_words)
     return _PACKED.pack(*words, check_value(words))
+
+
+def key_span(key: bytes, sketch: bytes | None) -> bytes:
+    """What ``keys.log`` holds for an entry: its key, then a short page's shingles."""
+    return key if sketch is None else key + sketch[SKETCH_BYTES:]
+
+
+def key_length(record: np.void) -> int:
+    """The length of a record's key alone, without the shingles after it."""
+    return int(record["key_length"]) - 2 * int(record["shingles"])
 
 
 def pack_records(records: npt.NDArray[Any]) -> bytes:

@@ -172,7 +172,7 @@ class StoreFiles:
 
     def _key_bytes(self, record: np.void) -> bytes:
         offset = int(record["key_offset"]) & lf.KEY_OFFSET_MASK
-        return os.pread(self._keys_fd, int(record["key_length"]), offset)
+        return os.pread(self._keys_fd, lf.key_length(record), offset)
 
     def _key_of(self, record: np.void) -> str:
         return decode_key(self._key_bytes(record))

@@ -116,7 +116,7 @@ class DiskIndex(SimhashIndex):
         keys = [key for _, key, _ in rows]
         sketches = [sketch for _, _, sketch in rows]
         # every column checked before anything is written: a bad entry stores nothing
-        self._store.append_many(self._namespace_id, fingerprints, keys, SketchStore.from_sketches(sketches).rows)
+        self._store.append_many(self._namespace_id, fingerprints, keys, SketchStore.from_sketches(sketches))
         self._memory.add_entries(zip(fingerprints.tolist(), keys, sketches))
 
     def remove(self, fingerprint: int, key: str | None = None) -> int:
