@@ -10,7 +10,7 @@ from typing import Any
 
 from ..core.fingerprint import hamming_distance, to_hex
 from ..core.fingerprinter import Fingerprinter, FingerprintResult
-from ..core.sketch import similarity
+from ..core.sketch import Confirmation, is_exact, similarity
 from ..core.text import NotHtmlError
 from ._common import (
     add_distance_argument,
@@ -130,11 +130,12 @@ def run_compare(args: argparse.Namespace) -> int:
     distance = hamming_distance(first, second)
     # As a crawl checks the second page: outside its wildcard (least-confident) bits.
     counted = hamming_distance(first, second, ignoring=results[1].wildcard)
-    confirmed = similarity_of(results[0], results[1]) >= args.min_similarity
+    sketches = results[0].sketch, results[1].sketch
+    confirmed = None in sketches or Confirmation(args.min_similarity).similarity(*sketches) is not None
     verdict = "near-duplicates" if counted <= args.max_distance and confirmed else "distinct"
     print(f"distance: {distance}, {counted} outside the second page's wildcard bits; similarity "
-          f"{similarity_of(results[0], results[1]):.2f} ({verdict} at k={args.max_distance}, "
-          f"min similarity {args.min_similarity})")
+          f"{similarity_of(results[0], results[1]):.2f}{_how_measured(*sketches)} ({verdict} at "
+          f"k={args.max_distance}, min similarity {args.min_similarity})")
     return 0
 
 
@@ -149,8 +150,16 @@ def print_diff(fingerprinter: Fingerprinter, first: str, second: str, *bodies: b
     print("\n".join(difflib.unified_diff(*texts, fromfile=first, tofile=second, lineterm="")) or "(same main text)")
 
 
+def _how_measured(first: bytes | None, second: bytes | None) -> str:
+    """" exact" for two short pages, whose shingles are compared, else " estimated"."""
+    if first is None or second is None:
+        return ""
+    return " exact" if is_exact(first) and is_exact(second) else " estimated"
+
+
 def similarity_of(first: FingerprintResult, second: FingerprintResult) -> float:
-    """The Jaccard similarity the two pages' sketches estimate (1.0 without sketches)."""
+    """The Jaccard similarity of the two pages' sketches, exact for two short pages, else
+    estimated (1.0 without sketches)."""
     if first.sketch is None or second.sketch is None:
         return 1.0
     return similarity(first.sketch, second.sketch)

@@ -2,9 +2,9 @@
 elsewhere, rewrite a disk store with its live entries only.
 
 ``export`` and ``import`` speak JSON lines ``{"fingerprint": "<16 hex>", "key": "...",
-"sketch": "<64 hex>"}`` (``sketch``, the entry's minwise sketch, only when it has one;
-after a first ``{"signature": "..."}`` line when the index records its fingerprint
-options), so a JOBDIR store can move into Redis (``export`` then ``import``) and back.
+"sketch": "<hex>"}`` (``sketch``, the entry's sketch, only when it has one: 64 hex
+digits, and a short page's shingles after them; after a first ``{"signature": "..."}``
+line when the index records its fingerprint options), so a JOBDIR store can move into Redis (``export`` then ``import``) and back.
 """
 
 from __future__ import annotations
@@ -222,7 +222,7 @@ def _entries(path: str, records: Iterator[Record]) -> Iterator[Entry]:
             sketch = _sketch_field(record.get("sketch"))
         except (KeyError, ValueError, TypeError) as exc:
             warn(f"{path}:{number}: skipped, needs a hex 'fingerprint', a 'key' and, if any, "
-                 f"a 64-hex-digit 'sketch' ({exc})")
+                 f"a hex 'sketch' ({exc})")
             continue
         yield fingerprint, str(key), sketch
 

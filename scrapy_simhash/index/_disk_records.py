@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._logfile import key_offsets
+from ._shingles import ShingleColumn
 from ._storage import KeyStore
 from .base import IndexFormatError
 
@@ -69,24 +70,23 @@ def _group_by_namespace(namespaces: npt.NDArray[np.uint16]) -> dict[int, npt.NDA
     return {int(value): order[start:stop] for value, start, stop in zip(values.tolist(), starts.tolist(), stops)}
 
 
-def read_keys(keys_path: str, keys_fd: int, records: npt.NDArray) -> tuple[KeyStore, dict[int, bytes]]:
+def read_keys(keys_path: str, keys_fd: int, records: npt.NDArray) -> tuple[KeyStore, ShingleColumn]:
     """The keys of *records* from ``keys.log`` (open as *keys_fd*), as a :class:`KeyStore`,
-    and the shingles that follow the keys of short pages, by row (:mod:`._logfile`)."""
+    and the shingles that follow the keys of short pages (:mod:`._logfile`)."""
     if not len(records):
-        return KeyStore(), {}
+        return KeyStore(), ShingleColumn()
     data, lengths = gather_keys(keys_path, keys_fd, records)
-    ends = np.cumsum(lengths)
     shingle_bytes = 2 * records["shingles"].astype(np.uint64)
     if not shingle_bytes.any():
-        return KeyStore.from_buffer(data, ends), {}
-    starts = (ends - shingle_bytes).tolist()
-    rows = np.flatnonzero(shingle_bytes).tolist()
-    shingles = {row: bytes(data[starts[row] : int(ends[row])]) for row in rows}
-    # Each span is a key, then its shingles (none for most): keep the keys' bytes alone.
+        return KeyStore.from_buffer(data, np.cumsum(lengths)), ShingleColumn()
+    # Each span is a key, then its shingles (none for most): split the bytes in two.
     parts = np.column_stack((lengths - shingle_bytes, shingle_bytes)).ravel().astype(np.int64)
     is_key = np.repeat(np.tile(np.array([True, False]), len(records)), parts)
-    keys = bytearray(np.frombuffer(data, dtype=np.uint8)[is_key].tobytes())
-    return KeyStore.from_buffer(keys, np.cumsum(lengths - shingle_bytes)), shingles
+    joined = np.frombuffer(data, dtype=np.uint8)
+    keys = KeyStore.from_buffer(bytearray(joined[is_key].tobytes()), np.cumsum(lengths - shingle_bytes))
+    rows = np.flatnonzero(shingle_bytes)
+    shingles = ShingleColumn(rows, np.cumsum(shingle_bytes[rows]), joined[~is_key].tobytes())
+    return keys, shingles
 
 
 def gather_keys(keys_path: str, keys_fd: int, records: npt.NDArray) -> tuple[bytearray, npt.NDArray[np.uint64]]:

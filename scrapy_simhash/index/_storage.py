@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from ..core.fingerprint import check_fingerprint
 from ..core.sketch import SKETCH_BYTES, Confirmation, check_sketch, is_exact
+from ._shingles import ShingleColumn
 
 # GrowableArray grows by 1/8 (slack, hence memory, stays small: at most ~9.6 bytes a
 # fingerprint for 8) and moves to its larger copy a slice per append, starting when
@@ -98,19 +99,21 @@ class SketchStore:
 
     WORDS = SKETCH_BYTES // 8
 
-    def __init__(self, words: npt.NDArray[np.uint64] | None = None, shingles: dict[int, bytes] | None = None) -> None:
+    def __init__(self, words: npt.NDArray[np.uint64] | None = None, shingles: ShingleColumn | None = None) -> None:
         """*words*: four a row, flat or as ``(rows, 4)`` (a column of a disk store's records);
-        *shingles*: the bytes after the first 32 of the short pages' sketches, by row."""
+        *shingles*: the bytes after the first 32 of the short pages' sketches."""
         self._words = GrowableArray(np.uint64, words)
-        # A dict: only short pages have shingles, and a check reads those of a few rows.
-        self._shingles: dict[int, bytes] = shingles if shingles is not None else {}
+        self._shingles = shingles if shingles is not None else ShingleColumn()
 
     @classmethod
     def from_sketches(cls, sketches: Iterable[bytes | None]) -> SketchStore:
         """Checked sketches (:func:`~scrapy_simhash.core.sketch.check_sketch`), in one copy."""
         empty, checked = bytes(SKETCH_BYTES), list(map(check_sketch, sketches))
         data = b"".join(sketch[:SKETCH_BYTES] if sketch else empty for sketch in checked)
-        shingles = {row: sketch[SKETCH_BYTES:] for row, sketch in enumerate(checked) if sketch and is_exact(sketch)}
+        shingles = ShingleColumn()
+        for row, sketch in enumerate(checked):
+            if sketch is not None and is_exact(sketch):
+                shingles.append(row, sketch[SKETCH_BYTES:])
         return cls(np.frombuffer(data, dtype="<u8").astype(np.uint64), shingles)
 
     @classmethod
@@ -122,7 +125,7 @@ class SketchStore:
 
     @property
     def nbytes(self) -> int:
-        return self._words.nbytes + sum(map(len, self._shingles.values()))
+        return self._words.nbytes + self._shingles.nbytes
 
     @property
     def rows(self) -> npt.NDArray[np.uint64]:
@@ -131,17 +134,16 @@ class SketchStore:
 
     def shingles(self, row: int) -> bytes:
         """The bytes after the first 32 of *row*'s sketch (empty unless a short page's)."""
-        return self._shingles.get(row, b"")
+        return self._shingles.get(row)
 
     def append(self, sketch: bytes | None) -> None:
         sketch = check_sketch(sketch)
         if sketch is not None and is_exact(sketch):
-            self._shingles[len(self)] = sketch[SKETCH_BYTES:]
+            self._shingles.append(len(self), sketch[SKETCH_BYTES:])
         self._words.extend(_sketch_words(sketch))
 
     def extend_from(self, other: SketchStore) -> None:
-        start = len(self)
-        self._shingles.update((start + row, shingles) for row, shingles in other._shingles.items())
+        self._shingles.extend_from(other._shingles, len(self))
         self._words.extend(other._words.values)
 
     def __getitem__(self, row: int) -> bytes | None:
@@ -171,9 +173,7 @@ class SketchStore:
         return verdicts
 
     def compress(self, keep: npt.NDArray[np.bool_]) -> SketchStore:
-        new_rows = np.cumsum(keep) - 1
-        shingles = {int(new_rows[row]): value for row, value in self._shingles.items() if keep[row]}
-        return SketchStore(self.rows[keep].reshape(-1), shingles)
+        return SketchStore(self.rows[keep].reshape(-1), self._shingles.compress(keep))
 
 
 def _sketch_words(sketch: bytes | None) -> npt.NDArray[np.uint64]:
