@@ -11,13 +11,13 @@ redis = pytest.importorskip("redis")
 
 from redis_server import redis_url, shared_redis_server  # noqa: E402,F401  (fixtures)
 
-from scrapy_simhash.core.sketch import estimated_similarity, max_sketch_distance, similarity  # noqa: E402
+from scrapy_simhash.core.sketch import Confirmation, estimated_similarity, similarity  # noqa: E402
 from scrapy_simhash.index import IndexFormatError, Match  # noqa: E402
 from scrapy_simhash.index.redis._layout import CHUNK_RECORDS  # noqa: E402
 from scrapy_simhash.index.redis import RedisIndex  # noqa: E402
 
 FP = 0xF0F0_1234_5678_9ABC
-BOUND = max_sketch_distance(0.7)  # 38 bits
+BOUND = Confirmation(0.7).max_distance  # 42 bits: an estimate of 0.67 (SKETCH_MARGIN under)
 BASE = random.Random(7).randbytes(32)
 
 
