@@ -66,13 +66,12 @@ local function sketch_distance(stored)
   return d
 end
 
--- a short page's shingles (2 bytes each, little-endian, sorted) as numbers
+-- a short page's shingles (2 bytes each, little-endian, sorted) as numbers: one
+-- struct.unpack (C) for them all, ~4x faster than string.byte a shingle
 local function shingle_list(data)
-  local list = {}
-  for at = 1, #data - 1, 2 do
-    local low, high = byte(data, at, at + 1)
-    list[#list + 1] = low + high * 256
-  end
+  local count = floor(#data / 2)
+  local list = {struct.unpack('<' .. string.rep('H', count), data)}
+  list[count + 1] = nil  -- (the position after the last, which unpack returns too)
   return list
 end
 local QUERY_SHINGLES = nil  -- the query's, decoded on first use
@@ -80,8 +79,8 @@ if SHINGLES and HAS_SKETCH and #ARGV[10] > SKETCH_SIZE then QUERY_SHINGLES = str
 
 -- how many values two sorted lists of distinct values share (a merge)
 local function common_count(a, b)
-  local i, j, common = 1, 1, 0
-  while i <= #a and j <= #b do
+  local i, j, common, na, nb = 1, 1, 0, #a, #b
+  while i <= na and j <= nb do
     if a[i] == b[j] then common, i, j = common + 1, i + 1, j + 1
     elseif a[i] < b[j] then i = i + 1 else j = j + 1 end
   end
