@@ -310,7 +310,9 @@ SHORT_PAGES_PENDING = {"disk"}
 
 
 @pytest.fixture
-def exact_factory(request: pytest.FixtureRequest, index_factory: Callable[[int], SimhashIndex]) -> Callable[[int], SimhashIndex]:
+def exact_factory(
+    request: pytest.FixtureRequest, index_factory: Callable[[int], SimhashIndex]
+) -> Callable[[int], SimhashIndex]:
     """:func:`index_factory`, for the backends that store short pages' shingles."""
     if request.node.callspec.params["index_factory"][0] in SHORT_PAGES_PENDING:
         request.applymarker(pytest.mark.xfail(reason="short pages' shingles not stored on disk yet"))
@@ -373,7 +375,8 @@ def test_short_page_sketches_round_trip(exact_factory: Callable[[int], SimhashIn
     assert index.add_if_new(*entries[3][:2]) is None
     assert sorted(index.entries()) == sorted(entries)
     exported = [(fp, key, None if sketch is None else sketch.hex()) for fp, key, sketch in index.entries()]
-    copy.add_entries((fp, key, None if text is None else check_sketch(bytes.fromhex(text))) for fp, key, text in exported)
+    copy.add_entries((fp, key, None if text is None else check_sketch(bytes.fromhex(text)))
+                     for fp, key, text in exported)
     assert sorted(copy.entries()) == sorted(entries)
     for fingerprint, _, _ in entries:
         for query in (few[1], many[1]):

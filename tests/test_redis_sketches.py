@@ -141,7 +141,9 @@ def short_page(rng: np.random.Generator, size: int) -> npt.NDArray[np.uint64]:
     return rng.integers(0, 2**64 - 1, size, dtype=np.uint64)
 
 
-def edited(rng: np.random.Generator, shingles: npt.NDArray[np.uint64], changed: int, added: int) -> npt.NDArray[np.uint64]:
+def edited(
+    rng: np.random.Generator, shingles: npt.NDArray[np.uint64], changed: int, added: int
+) -> npt.NDArray[np.uint64]:
     """*shingles* with *changed* of them replaced and *added* more."""
     kept = rng.permutation(shingles)[changed:]
     return np.concatenate([kept, short_page(rng, changed + added)])
@@ -227,6 +229,7 @@ def test_a_format_5_namespace_is_still_read_and_written_without_shingles(redis_u
             index.add(FP, "old", sketch[:SKETCH_BYTES])  # a record of the previous version
             assert other.add_if_new(FP ^ 0xFFFF, "new", sketch=sketch) is None  # stored, without its shingles
             assert not client.exists(index._names.chunk("x", 0))
-            assert list(other.entries()) == [(FP, "old", sketch[:SKETCH_BYTES]), (FP ^ 0xFFFF, "new", sketch[:SKETCH_BYTES])]
+            head = sketch[:SKETCH_BYTES]
+            assert list(other.entries()) == [(FP, "old", head), (FP ^ 0xFFFF, "new", head)]
             assert similarity(sketch, query) == 0.9 and sketch_distance(sketch, query) == 14  # 45 of 50 shingles
             assert [m.similarity for m in other.query(FP ^ 0xFFFF, sketch=query)] == [estimated_similarity(14)]

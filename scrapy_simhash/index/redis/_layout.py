@@ -176,7 +176,8 @@ class Names:
 
 @dataclass(frozen=True)
 class Chunk:
-    """The strings of one chunk, as read with GET (``None``: the key does not exist)."""
+    """The strings of one chunk, as read with GET (``None``: the key does not exist), and
+    its short pages' shingles (HGETALL)."""
 
     first_seq: int
     fingerprints: bytes | None

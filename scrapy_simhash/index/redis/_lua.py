@@ -7,9 +7,10 @@ A namespace is an append-only log; every key starts with its prefix ``P``:
   ``P:f<c>`` its fingerprint (8 bytes big-endian, slot ``i`` at byte ``8i``),
   ``P:k<c>`` the keys (coded by :mod:`._keys`, concatenated), ``P:o<c>`` where each key ends in
   ``P:k<c>`` (4 bytes big-endian), ``P:s<c>`` the first 32 bytes of its sketch
-  (:mod:`scrapy_simhash.core.sketch`, at byte ``32i``; all zeros, or past the
-  end of the string: stored without one), ``P:x<c>`` a hash, field ``i``: the rest of a
-  short page's sketch (its shingles, 2 bytes each; format "6" on), ``P:h<c>`` the CRC-32 of its key (4 bytes,
+  (:mod:`scrapy_simhash.core.sketch`, at byte ``32i``; all zeros, or past the end of
+  the string: stored without one), ``P:x<c>`` a hash whose field ``i`` holds the rest
+  of a short page's sketch (its shingles, 2 bytes each; from format "6" on, deleted
+  and expiring with the chunk), ``P:h<c>`` the CRC-32 of its key (4 bytes,
   :func:`~._key_lookup.key_crc`: how a page's older records are found), and with a TTL
   ``P:e<c>`` its expiry (4 bytes, Unix seconds by the Redis clock; each chunk key
   expires with its last record);
@@ -19,8 +20,9 @@ A namespace is an append-only log; every key starts with its prefix ``P``:
 
 Clients search a mirror of the log (:mod:`._mirror`, fingerprints and key CRCs); the
 check script (:mod:`._lua_check`), given its matches and position, atomically
-confirms them (live, and the pages alike: :class:`~scrapy_simhash.core.sketch.Confirmation`), scans the records it has not seen
-and appends the new one when nothing was confirmed. Fingerprints stay 8 raw bytes (Lua
+confirms them (live, and the pages alike, as
+:class:`~scrapy_simhash.core.sketch.Confirmation` tells), scans the records it has not
+seen and appends the new one when nothing was confirmed. Fingerprints stay 8 raw bytes (Lua
 numbers are doubles, 64-bit values would lose bits), compared byte by byte (a popcount table).
 
 Every script takes KEYS = meta, counter, tombstones; ARGV[1..4] = epoch, key prefix,
@@ -139,7 +141,7 @@ local function blank(chunk, slot, fp8, key, crc4, expiry)
   redis.call('SET', name('h', chunk), string.rep('\\0', slot * 4) .. crc4)
   redis.call('SET', name('k', chunk), key)
   redis.call('SET', name('o', chunk), string.rep('\\255', slot * 4) .. struct.pack('>I4', #key))
-  redis.call('DEL', name('s', chunk), name('x', chunk))  -- no sketch left over from another log (see append)
+  redis.call('DEL', name('s', chunk), name('x', chunk))  -- no sketch (nor shingles) of another log
   if TTL > 0 then redis.call('SET', name('e', chunk), string.rep('\\0', slot * 4) .. expiry) end
 end
 

@@ -4,9 +4,9 @@ It runs after the prelude of :mod:`._lua` (the layout, ``live``, ``key_of``,
 ``append``, ...), atomically: of the mirror's candidates and the records the mirror has
 not seen that are within k of the query, a record is a match when it is live and its
 sketch confirms it as :class:`~scrapy_simhash.core.sketch.Confirmation` does (or either
-has none). For ``add_if_new``
-(mode ``'check'``) the new record is appended when no match was confirmed, so of two
-workers racing with near-duplicates, exactly one keeps its page. The mirror's candidates
+has none). For ``add_if_new`` (mode ``'check'``) the new record is appended when no
+match was confirmed, so of two workers racing with near-duplicates, exactly one keeps
+its page. The mirror's candidates
 are checked against the stored fingerprints, and a mirror that is not of this log any
 more (Redis lost writes it had seen: ``diverged`` in :mod:`._lua`) is told to
 mirror it afresh, so no match is reported that Redis does not hold. For ``replace_if_new``
@@ -39,7 +39,8 @@ from __future__ import annotations
 # a the sketch distance, -1: not compared).
 _CHECK = """
 local MODE, FP, MASK, K, KEY = ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9]
-local SKETCH, MAX_SKETCH, MIN_PERMILLE = string.sub(ARGV[10], 1, SKETCH_SIZE), tonumber(ARGV[11]), tonumber(ARGV[12])
+local SKETCH, MAX_SKETCH = string.sub(ARGV[10], 1, SKETCH_SIZE), tonumber(ARGV[11])
+local MIN_PERMILLE = tonumber(ARGV[12])
 local P, T, BOUND = tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[16])
 local CRC, KEY_RECORDS = ARGV[17], tonumber(ARGV[18])
 if diverged(P, T, ARGV[15]) then return {'reload'} end
@@ -57,8 +58,7 @@ end
 local WORDS = SKETCH_SIZE / 4
 local AS_WORDS = '>' .. string.rep('I4', WORDS)
 local HAS_SKETCH, QUERY = SKETCH ~= NO_SKETCH, nil  -- QUERY: its words, read on first use
--- bits in which record seq's sketch differs from the query's; -1 when either has none
--- (or the chunk's sketches are gone: then the fingerprint alone decides, as without)
+-- bits in which a stored sketch's 32 bytes differ from the query's
 local function sketch_distance(stored)
   QUERY = QUERY or {struct.unpack(AS_WORDS, SKETCH)}
   local words, d = {struct.unpack(AS_WORDS, stored)}, 0
@@ -67,15 +67,17 @@ local function sketch_distance(stored)
 end
 
 -- a short page's shingles (2 bytes each, little-endian, sorted) as numbers: one
--- struct.unpack (C) for them all, ~4x faster than string.byte a shingle
+-- struct.unpack (C) for them all, not a string.byte a shingle
 local function shingle_list(data)
   local count = floor(#data / 2)
   local list = {struct.unpack('<' .. string.rep('H', count), data)}
   list[count + 1] = nil  -- (the position after the last, which unpack returns too)
   return list
 end
-local QUERY_SHINGLES = nil  -- the query's, decoded on first use
-if SHINGLES and HAS_SKETCH and #ARGV[10] > SKETCH_SIZE then QUERY_SHINGLES = string.sub(ARGV[10], SKETCH_SIZE + 1) end
+local QUERY_SHINGLES = nil  -- the query's (a short page's), decoded on first use
+if SHINGLES and HAS_SKETCH and #ARGV[10] > SKETCH_SIZE then
+  QUERY_SHINGLES = string.sub(ARGV[10], SKETCH_SIZE + 1)
+end
 
 -- how many values two sorted lists of distinct values share (a merge)
 local function common_count(a, b)
@@ -93,7 +95,8 @@ local function compare(seq)
   if not HAS_SKETCH then return true, -1, 0 end
   local chunk = floor(seq / CHUNK)
   local slot = seq - chunk * CHUNK
-  local stored = redis.call('GETRANGE', name('s', chunk), slot * SKETCH_SIZE, slot * SKETCH_SIZE + SKETCH_SIZE - 1)
+  local at = slot * SKETCH_SIZE
+  local stored = redis.call('GETRANGE', name('s', chunk), at, at + SKETCH_SIZE - 1)
   if #stored < SKETCH_SIZE or stored == NO_SKETCH then return true, -1, 0 end
   local theirs = QUERY_SHINGLES and redis.call('HGET', name('x', chunk), slot)
   if theirs then  -- two short pages: their exact Jaccard similarity
