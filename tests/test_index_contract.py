@@ -11,8 +11,10 @@ import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from scrapy_simhash.core.sketch import SKETCH_BYTES, Confirmation, check_sketch, page_sketch, sketch_distance
 from scrapy_simhash.index import _buckets
 from scrapy_simhash.index.base import Match, SimhashIndex
 from scrapy_simhash.index.brute import BruteForceIndex
@@ -300,3 +302,84 @@ def test_replace_if_new_answers_as_brute_force(index_factory: Callable[[int], Si
         key = f"page{rng.randrange(60)}"
         assert index.replace_if_new(fingerprint, key) == reference.replace_if_new(fingerprint, key)
     assert sorted(index.items()) == sorted(reference.items())
+
+
+# Short pages' shingles after their sketches: the disk backend is changed on its own
+# branch; until then its cases are expected to fail (drop it here once they pass).
+SHORT_PAGES_PENDING = {"disk"}
+
+
+@pytest.fixture
+def exact_factory(
+    request: pytest.FixtureRequest, index_factory: Callable[[int], SimhashIndex]
+) -> Callable[[int], SimhashIndex]:
+    """:func:`index_factory`, for the backends that store short pages' shingles."""
+    if request.node.callspec.params["index_factory"][0] in SHORT_PAGES_PENDING:
+        request.applymarker(pytest.mark.xfail(reason="short pages' shingles not stored on disk yet"))
+    return index_factory
+
+
+def short_pages(seed: int, size: int, shared: int, extra: int = 0) -> tuple[bytes, bytes]:
+    """The sketches of two pages of *size* and *size* + *extra* shingles, *shared* of them
+    common: an exact Jaccard similarity of shared / (2 size + extra - shared), their low
+    16 bits (what a short page's sketch stores) all distinct."""
+    rng = np.random.default_rng(seed)
+    low = rng.choice(2**16, 2 * size + extra - shared, replace=False).astype(np.uint64)
+    pool = (rng.integers(0, 2**48, len(low), dtype=np.uint64) << np.uint64(16)) | low
+    return page_sketch(pool[:size]), page_sketch(pool[size - shared :])
+
+
+# (size, shared, extra): pairs at min_similarity 0.8 exactly (shared / union = 8 / 10),
+# and a shingle under it (a digest's 32 bytes under 30 shingles, a minwise sketch's
+# from 30), or just over; the last two are a short and a long page (201 shingles: none
+# stored), confirmed by the sketch.
+SHORT_PAIRS = [(18, 16, 0), (18, 16, 1), (45, 40, 0), (45, 40, 1), (45, 41, 0), (99, 88, 0), (99, 88, 1),
+               (198, 176, 0), (198, 176, 1), (200, 178, 0), (200, 178, 1), (200, 190, 1)]
+
+
+def test_short_pages_are_confirmed_on_their_exact_similarity(exact_factory: Callable[[int], SimhashIndex]) -> None:
+    index, references = exact_factory(3), [BruteForceIndex(3), MemoryIndex(3, expected_size=1000)]
+    confirmation, rng = Confirmation(index.min_similarity), random.Random(5)
+    sketch_disagrees = 0
+    for seed in range(4):
+        for n, (size, shared, extra) in enumerate(SHORT_PAIRS):
+            stored, query = short_pages(seed, size, shared, extra)
+            fingerprint, key = rng.getrandbits(64), f"{seed}.{n}"
+            for each in (index, *references):
+                each.add(fingerprint, key, stored)
+            near = flip(fingerprint, 7)
+            expected = [reference.query(near, 0, query) for reference in references]
+            assert index.query(near, 0, query) == expected[0] == expected[1]
+            assert index.add_if_new(near, key + "?", 0, query) == references[0].add_if_new(near, key + "?", 0, query)
+            if len(query) > SKETCH_BYTES:  # two short pages: the exact verdict, whatever the sketch's
+                union = 2 * size + extra - shared
+                exact = shared * 1000 >= 800 * union
+                assert bool(expected[0]) == exact
+                if exact and expected[0][0].similarity != round(shared / union, 3):
+                    raise AssertionError(expected[0])
+                sketch_disagrees += (sketch_distance(stored, query) <= confirmation.max_distance) != exact
+    assert sketch_disagrees  # some pairs the sketch alone would have judged otherwise
+    assert sorted(index.entries()) == sorted(references[0].entries())
+
+
+def test_short_page_sketches_round_trip(exact_factory: Callable[[int], SimhashIndex]) -> None:
+    """entries() gives back a short page's whole sketch (32 bytes and its shingles), as an
+    export does (hex), and an index imported from it gives the same verdicts."""
+    index, copy = exact_factory(3), exact_factory(3)
+    few, many = short_pages(1, 18, 16), short_pages(2, 200, 178)
+    long_page = page_sketch(np.arange(1, 302, dtype=np.uint64))
+    entries = [(BASE, "few", few[0]), (BASE ^ 0xFF00, "many", many[0]), (BASE ^ 0xFF_0000, "long", long_page),
+               (BASE ^ 0xFF00_0000, "none", None)]
+    index.add_entries(entries[:2])
+    index.add(*entries[2])
+    assert index.add_if_new(*entries[3][:2]) is None
+    assert sorted(index.entries()) == sorted(entries)
+    exported = [(fp, key, None if sketch is None else sketch.hex()) for fp, key, sketch in index.entries()]
+    copy.add_entries((fp, key, None if text is None else check_sketch(bytes.fromhex(text)))
+                     for fp, key, text in exported)
+    assert sorted(copy.entries()) == sorted(entries)
+    for fingerprint, _, _ in entries:
+        for query in (few[1], many[1]):
+            assert copy.query(flip(fingerprint, 1), 0, query) == index.query(flip(fingerprint, 1), 0, query)
+    assert copy.query(flip(BASE, 1), 0, few[1]) == [Match("few", BASE, 1, 0.8)]  # 16 of 20 shingles
+    assert copy.query(BASE ^ 0xFF00, 0, many[1]) == [Match("many", BASE ^ 0xFF00, 0, round(178 / 222, 3))]

@@ -4,6 +4,7 @@ import random
 import time
 import uuid
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -12,6 +13,7 @@ redis = pytest.importorskip("redis")
 
 from redis_server import redis_url, shared_redis_server, start_or_skip  # noqa: E402,F401  (fixtures)
 
+from scrapy_simhash.core.sketch import page_sketch  # noqa: E402
 from scrapy_simhash.index import IndexFormatError, IndexUnavailableError, Match, open_index  # noqa: E402
 from scrapy_simhash.index.brute import BruteForceIndex  # noqa: E402
 from scrapy_simhash.index.redis._client import safe_url  # noqa: E402
@@ -20,11 +22,16 @@ from scrapy_simhash.index.redis import RedisIndex  # noqa: E402
 
 EDGE_FINGERPRINTS = [0, 1, 2**63, 2**64 - 1, 2**63 + 1, 0x8000_0001_8000_0001, 2**53 + 1]
 BASE_SKETCH = random.Random("sketch").randbytes(32)
-# Bits flipped in the base sketch: close (within 38 bits, max_sketch_distance(0.7), of
-# the base and of each other), around that bound, and far.
-SKETCH_FLIPS = [0, 3, 12, 19, 38, 39, 80, 128]
-#: None (no sketch), or (bits flipped in BASE_SKETCH, the seed choosing them).
-sketch_specs = st.one_of(st.none(), st.tuples(st.sampled_from(SKETCH_FLIPS), st.integers(0, 2**16)))
+# Bits flipped in the base sketch: close (within 42 bits, Confirmation(0.7).max_distance,
+# of the base and of each other), around that bound, and far.
+SKETCH_FLIPS = [0, 3, 12, 19, 42, 43, 80, 128]
+# A short page (its sketch holds its shingles) and the shingles its edits may add.
+BASE_SHINGLES = np.random.default_rng(9).integers(0, 2**64 - 1, 60, dtype=np.uint64)
+SHORT_PAGE = -1
+#: None (no sketch), or (bits flipped in BASE_SKETCH, the seed choosing them), or
+#: (SHORT_PAGE, seed): a short page of 40 shingles, a few of them replaced (a Jaccard
+#: similarity of 0.6 to 1 with another: around every min_similarity tested).
+sketch_specs = st.one_of(st.none(), st.tuples(st.sampled_from([*SKETCH_FLIPS, SHORT_PAGE]), st.integers(0, 2**16)))
 
 
 def make_sketch(spec: tuple[int, int] | None) -> bytes | None:
@@ -32,7 +39,12 @@ def make_sketch(spec: tuple[int, int] | None) -> bytes | None:
     if spec is None:
         return None
     flips, seed = spec
-    bits = sum(1 << bit for bit in random.Random(seed).sample(range(256), flips))
+    rng = random.Random(seed)
+    if flips == SHORT_PAGE:
+        replaced = rng.randrange(6)
+        chosen = rng.sample(range(40), 40 - replaced) + rng.sample(range(40, 60), replaced)
+        return page_sketch(BASE_SHINGLES[chosen])
+    bits = sum(1 << bit for bit in rng.sample(range(256), flips))
     return (int.from_bytes(BASE_SKETCH, "little") ^ bits).to_bytes(32, "little")
 
 
@@ -269,7 +281,7 @@ def _random_bits(rng: random.Random, count: int) -> int:
 
 
 def _random_sketch(rng: random.Random) -> bytes | None:
-    return rng.choice([None, make_sketch((rng.choice(SKETCH_FLIPS), rng.randrange(2**16)))])
+    return rng.choice([None, make_sketch((rng.choice([*SKETCH_FLIPS, SHORT_PAGE]), rng.randrange(2**16)))])
 
 
 def _clustered_entries(rng: random.Random, count: int) -> tuple[list[int], list[tuple[int, str, bytes | None]]]:

@@ -8,6 +8,7 @@ import random
 import tracemalloc
 import uuid
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,6 +18,7 @@ redis = pytest.importorskip("redis")
 from redis_cluster import RedisCluster, cluster_url, redis_cluster, start_cluster_or_skip  # noqa: E402,F401
 from test_index_redis import make_sketch, sketch_specs, sorted_entries  # noqa: E402
 
+from scrapy_simhash.core.sketch import SKETCH_BYTES, page_sketch  # noqa: E402
 from scrapy_simhash.index import IndexUnavailableError, open_index  # noqa: E402
 from scrapy_simhash.index.brute import BruteForceIndex  # noqa: E402
 from scrapy_simhash.index.redis._client import connect_cluster  # noqa: E402
@@ -146,3 +148,25 @@ def test_a_node_down_is_unavailable_then_recovers() -> None:
             assert crawler.add_if_new(BASES[3] ^ 4, "copy").key == "page"
     finally:
         cluster.close()
+
+
+def test_a_cluster_1_namespace_is_still_read_and_written_without_shingles(cluster_url: str) -> None:
+    """Its crawlers read 53-byte headers: a short page's sketch is stored there without its
+    shingles, and confirmed by its 32 bytes."""
+    page = np.random.default_rng(8).integers(0, 2**64 - 1, 50, dtype=np.uint64)
+    sketch, query = page_sketch(page), page_sketch(page[:45])  # 45 of 50 shingles: 0.9; the sketches, 0.891
+    client = connect_cluster(cluster_url)
+    try:
+        ClusterIndex(cluster_url, namespace="c1").close()
+        meta = "simhash:c1:meta"
+        assert client.hget(meta, "format") == b"cluster-2"
+        client.hset(meta, "format", "cluster-1")  # as the previous version made it
+        with ClusterIndex(cluster_url, namespace="c1") as index:
+            assert index.add_if_new(BASES[2], "old", sketch=sketch) is None
+            assert list(index.entries()) == [(BASES[2], "old", sketch[:SKETCH_BYTES])]
+            assert [m.similarity for m in index.query(BASES[2] ^ 1, sketch=query)] == [0.891]
+        with ClusterIndex(cluster_url, namespace="new") as index:  # a new namespace: exact
+            index.add(BASES[2], "page", sketch)
+            assert [m.similarity for m in index.query(BASES[2] ^ 1, sketch=query)] == [0.9]
+    finally:
+        client.close()

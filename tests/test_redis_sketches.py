@@ -5,19 +5,22 @@ from __future__ import annotations
 import random
 import uuid
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 redis = pytest.importorskip("redis")
 
 from redis_server import redis_url, shared_redis_server  # noqa: E402,F401  (fixtures)
 
-from scrapy_simhash.core.sketch import estimated_similarity, max_sketch_distance, similarity  # noqa: E402
+from scrapy_simhash.core.sketch import (  # noqa: E402
+    SKETCH_BYTES, Confirmation, estimated_similarity, page_sketch, similarity, sketch_distance)
 from scrapy_simhash.index import IndexFormatError, Match  # noqa: E402
 from scrapy_simhash.index.redis._layout import CHUNK_RECORDS  # noqa: E402
 from scrapy_simhash.index.redis import RedisIndex  # noqa: E402
 
 FP = 0xF0F0_1234_5678_9ABC
-BOUND = max_sketch_distance(0.7)  # 38 bits
+BOUND = Confirmation(0.7).max_distance  # 42 bits: an estimate of 0.67 (SKETCH_MARGIN under)
 BASE = random.Random(7).randbytes(32)
 
 
@@ -131,3 +134,102 @@ def test_records_without_sketches_take_no_room_for_them(redis_url: str) -> None:
         index.add(10, "10", BASE)  # zeros for the 10 before it, then its own
         assert client.strlen(index._names.chunk("s", 0)) == 11 * 32
         assert [sketch for _, _, sketch in index.entries()] == [None] * 10 + [BASE]
+
+
+def short_page(rng: np.random.Generator, size: int) -> npt.NDArray[np.uint64]:
+    """*size* random shingle hashes (their low 16 bits may collide, as a page's may)."""
+    return rng.integers(0, 2**64 - 1, size, dtype=np.uint64)
+
+
+def edited(
+    rng: np.random.Generator, shingles: npt.NDArray[np.uint64], changed: int, added: int
+) -> npt.NDArray[np.uint64]:
+    """*shingles* with *changed* of them replaced and *added* more."""
+    kept = rng.permutation(shingles)[changed:]
+    return np.concatenate([kept, short_page(rng, changed + added)])
+
+
+@pytest.mark.parametrize("where", ["candidate", "tail"])
+def test_lua_computes_the_exact_similarity_as_python_does(redis_url: str, where: str) -> None:
+    rng = np.random.default_rng(3)
+    pages = [short_page(rng, size) for size in (1, 5, 29, 30, 64, 150, 199, 200, 201, 400)]
+    stored = [page_sketch(page) for page in pages]
+    queries = [page_sketch(edited(rng, page, changed, added)) for page in pages
+               for changed, added in ((0, 0), (1, 0), (3, 2), (len(page) // 5, 1), (len(page) // 2, 0))]
+    namespace = uuid.uuid4().hex
+    options = {"namespace": namespace, "min_similarity": 0.0}  # 0: every match confirms, with its similarity
+    with RedisIndex(redis_url, **options) as checker, RedisIndex(redis_url, **options) as other:
+        writer = checker if where == "candidate" else other
+        writer.add_entries((FP, str(n), sketch) for n, sketch in enumerate(stored))
+        for query in queries:
+            found = {m.key: m.similarity for m in checker.query(FP, sketch=query)}
+            assert found == {str(n): similarity(query, s) for n, s in enumerate(stored)}
+
+
+@pytest.mark.parametrize("where", ["candidate", "tail"])
+def test_two_short_pages_are_confirmed_at_the_line_exactly(redis_url: str, where: str) -> None:
+    """40 of 50 shingles in common is 0.8, the line: confirmed; 40 of 51 is not."""
+    rng = np.random.default_rng(4)
+    base = short_page(rng, 45)
+    page, at_line = page_sketch(base), page_sketch(np.concatenate([base[:40], short_page(rng, 5)]))
+    under = page_sketch(np.concatenate([base[:40], short_page(rng, 6)]))
+    assert (similarity(page, at_line), similarity(page, under)) == (0.8, round(40 / 51, 3))
+    namespace = uuid.uuid4().hex
+    with RedisIndex(redis_url, namespace=namespace) as checker, RedisIndex(redis_url, namespace=namespace) as other:
+        assert checker.min_similarity == 0.8
+        (checker if where == "candidate" else other).add(FP, "stored", page)
+        assert checker.query(FP ^ 1, sketch=at_line) == [Match("stored", FP, 1, 0.8)]
+        assert checker.add_if_new(FP ^ 1, "under", sketch=under) is None
+        assert sorted(key for _, key, _ in other.entries()) == ["stored", "under"]
+
+
+def test_shingles_take_a_hash_field_of_short_pages_only(redis_url: str) -> None:
+    rng = np.random.default_rng(5)
+    short, long_page = page_sketch(short_page(rng, 50)), page_sketch(short_page(rng, 201))
+    with RedisIndex(redis_url, ttl=3600) as index, redis.Redis.from_url(redis_url) as client:
+        shingles = index._names.chunk("x", 0)
+        index.add_entries([(0xFF, "none", None), (0xFF00, "long", long_page)])
+        assert not client.exists(shingles)
+        assert index.add_if_new(0xFF0000, "short", sketch=short) is None
+        assert client.hgetall(shingles) == {b"2": short[SKETCH_BYTES:]}
+        assert 0 < client.ttl(shingles) <= 3601  # it expires with the chunk's strings
+        assert list(index.entries()) == [(0xFF, "none", None), (0xFF00, "long", long_page), (0xFF0000, "short", short)]
+
+
+def test_a_short_page_whose_sketch_string_was_lost_matches_on_its_fingerprint(redis_url: str) -> None:
+    rng = np.random.default_rng(6)
+    page = short_page(rng, 50)
+    with RedisIndex(redis_url) as index, redis.Redis.from_url(redis_url) as client:
+        index.add(FP, "kept", page_sketch(page))
+        client.delete(index._names.chunk("s", 0))  # evicted; the shingles' hash kept
+        assert index.query(FP, sketch=page_sketch(page[:10])) == [Match("kept", FP, 0)]
+        assert list(index.entries()) == [(FP, "kept", None)]
+
+
+def test_a_blanked_chunk_keeps_no_shingles_of_the_lost_log(redis_url: str) -> None:
+    rng = np.random.default_rng(7)
+    with RedisIndex(redis_url) as index, redis.Redis.from_url(redis_url) as client:
+        index.add(FP, "lost", page_sketch(short_page(rng, 50)))
+        client.delete(index._names.prefix + "n")
+        long_page = page_sketch(short_page(rng, 300))
+        assert index.add_if_new(FP ^ 0xFFFF, "new", sketch=long_page) is None
+        assert not client.exists(index._names.chunk("x", 0))
+        assert list(index.entries()) == [(FP ^ 0xFFFF, "new", long_page)]
+
+
+def test_a_format_5_namespace_is_still_read_and_written_without_shingles(redis_url: str) -> None:
+    rng = np.random.default_rng(8)
+    page = short_page(rng, 50)
+    sketch, query = page_sketch(page), page_sketch(page[:45])
+    RedisIndex(redis_url, namespace="v5").close()
+    with redis.Redis.from_url(redis_url) as client:
+        assert client.hget("simhash:v5:meta", "format") == b"6"
+        client.hset("simhash:v5:meta", "format", "5")  # as the previous version made it
+        with RedisIndex(redis_url, namespace="v5") as index, RedisIndex(redis_url, namespace="v5") as other:
+            index.add(FP, "old", sketch[:SKETCH_BYTES])  # a record of the previous version
+            assert other.add_if_new(FP ^ 0xFFFF, "new", sketch=sketch) is None  # stored, without its shingles
+            assert not client.exists(index._names.chunk("x", 0))
+            head = sketch[:SKETCH_BYTES]
+            assert list(other.entries()) == [(FP, "old", head), (FP ^ 0xFFFF, "new", head)]
+            assert similarity(sketch, query) == 0.9 and sketch_distance(sketch, query) == 14  # 45 of 50 shingles
+            assert [m.similarity for m in other.query(FP ^ 0xFFFF, sketch=query)] == [estimated_similarity(14)]

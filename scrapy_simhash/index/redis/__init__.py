@@ -1,10 +1,11 @@
 """A SimHash index in Redis, shared by many crawler processes on many machines.
 
-Redis holds an append-only log of records, each with its sketch (:mod:`._lua`);
-every worker mirrors the fingerprints in memory (:mod:`._mirror`, ~33 bytes of RAM
-a record) and searches there. ``add_if_new`` is one Lua script, one round trip, atomic on
-the server (:mod:`._lua_check`): it confirms the mirror's candidates (live, and
-their sketches close enough to the page's), scans the few records other workers appended
+Redis holds an append-only log of records, each with its sketch and a short page's
+shingles (:mod:`._lua`); every worker mirrors the fingerprints in memory
+(:mod:`._mirror`, ~33 bytes of RAM a record) and searches there. ``add_if_new`` is one
+Lua script, one round trip, atomic on the server (:mod:`._lua_check`): it confirms the
+mirror's candidates (live, and alike as :meth:`SimhashIndex.confirm` tells: exactly for
+two short pages, else by their sketches), scans the few records other workers appended
 since, and appends the record when nothing was confirmed. Of two workers that meet
 near-duplicates at the same moment, exactly one keeps its page.
 
@@ -137,8 +138,8 @@ class RedisIndex(SimhashIndex):
             found = [self._mirror.candidates(query, 0) for query in queries]
             seqs = sorted({seq for candidates in found for seq in candidates})
             keys = dict(zip(seqs, self._log.call(KEYS_OF, seqs)[1:])) if seqs else {}
-            return [self._mirror.matches(query, [(s, keys[s], -1) for s in candidates if keys[s] is not None])
-                    for query, candidates in zip(queries, found)]  # -1: no sketch to compare
+            return [self._mirror.matches(query, [(s, keys[s], -1, 0) for s in candidates if keys[s] is not None])
+                    for query, candidates in zip(queries, found)]  # -1, 0: no sketch to compare
 
         return self._log.retrying(attempt)
 
@@ -225,7 +226,8 @@ class RedisIndex(SimhashIndex):
         stored_key = encoded_key(key)
         crc = key_crc(stored_key)
         args = [mode, pack(fingerprint), pack(~wildcard & 0xFFFF_FFFF_FFFF_FFFF), self.max_distance,
-                stored_key, pack_sketch(check_sketch(sketch)), self.max_sketch_distance]
+                stored_key, pack_sketch(check_sketch(sketch)), self.max_sketch_distance,
+                self.confirmation.min_permille]
 
         def attempt() -> tuple[list[Match], int]:
             with self._log.lock:  # the mirror under the lock; Redis waited for without, by any thread

@@ -23,9 +23,12 @@ from .._key_lookup import key_crc
 from ._keys import decode_stored_key, encode_stored_key
 from ..base import IndexFormatError, signature_difference
 
-# "5": records carry their key's CRC (``P:h<c>``); "4" had none, "3" no sketches either,
-# "2" stored keys as plain UTF-8.
-FORMAT_VERSION = "5"
+# "6": short pages' shingles after their sketches (``P:x<c>``); "5" had none (still read
+# and written, without them: see ``SHINGLES`` in :mod:`._lua`), "4" no key CRCs
+# (``P:h<c>``), "3" no sketches either, "2" stored keys as plain UTF-8.
+FORMAT_VERSION = "6"
+#: The formats this version opens: its own, and "5", whose records have no shingles.
+READ_FORMATS = (FORMAT_VERSION, "5")
 #: Keys longer than this (coded bytes) are refused: a chunk of keys must stay under
 #: Redis' 512 MB string limit (4094 keys of 64 KiB are 256 MiB).
 MAX_KEY_BYTES = 0xFFFF
@@ -39,8 +42,10 @@ CHUNK_RECORDS = 4094
 #: The key end of a record whose chunk lost strings and was blanked (``blank`` in :mod:`._lua`).
 GONE = 0xFFFF_FFFF
 # The kinds of chunk strings an entry is read from: fingerprints, key ends, keys,
-# expiries, sketches (the key CRCs, ``h``, are only for the scripts and the mirrors).
+# expiries, sketches (the key CRCs, ``h``, are only for the scripts and the mirrors); and
+# the hash of short pages' shingles (``x``, read with HGETALL).
 CHUNK_KINDS = ("f", "o", "k", "e", "s")
+SHINGLES_KIND = "x"
 #: How a record stored without a sketch holds it (a real one is all zeros with probability 2**-256).
 NO_SKETCH = bytes(SKETCH_BYTES)
 
@@ -59,10 +64,10 @@ def new_meta(max_distance: int, signature: str, ttl: float | None) -> dict[str, 
 
 def check_meta(meta: dict[str, str], wanted: dict[str, str], where: str) -> None:
     """Refuse a namespace whose format, options or TTL do not fit *wanted*."""
-    if meta.get("format") != FORMAT_VERSION:
+    if meta.get("format") not in READ_FORMATS:
         raise IndexFormatError(
-            f"{where} has format {meta.get('format')!r}, this version reads format "
-            f"{FORMAT_VERSION!r} (format '1' is the bucket layout of earlier versions, "
+            f"{where} has format {meta.get('format')!r}, this version reads formats "
+            f"{' and '.join(map(repr, READ_FORMATS))} (format '1' is the bucket layout of earlier versions, "
             "'2' their log with keys not coded, '3' their log without sketches, '4' without key "
             "CRCs): start it afresh "
             "with SIMHASH_INDEX_RESET=True on one worker (import --reset), or delete the namespace "
@@ -112,7 +117,8 @@ def pack(fingerprint: int) -> bytes:
 
 
 def pack_sketch(sketch: bytes | None) -> bytes:
-    """The 32 bytes a record's sketch is stored as (:data:`NO_SKETCH` for none)."""
+    """A sketch as the scripts take it: its 32 bytes (:data:`NO_SKETCH` for none), then a
+    short page's shingles (:mod:`._lua` stores those in ``P:x<c>``)."""
     return NO_SKETCH if sketch is None else sketch
 
 
@@ -120,15 +126,16 @@ def add_batches(
     entries: Iterable[tuple[int, str, bytes | None]], size: int
 ) -> Iterator[tuple[list[int], list[int], list[bytes]]]:
     """*entries*, *size* at a time, checked and packed: each batch's fingerprints, key
-    CRCs, and the add script's arguments (fingerprints, sketches, key CRCs, keys). A bad
-    entry raises before its batch is sent."""
+    CRCs, and the add script's arguments (fingerprints, sketches, key CRCs, the sketches'
+    sizes, keys). A bad entry raises before its batch is sent."""
     rows = iter(entries)
     while batch := list(islice(rows, size)):
         fingerprints = [check_fingerprint(fingerprint) for fingerprint, _, _ in batch]
-        sketches = b"".join(pack_sketch(check_sketch(sketch)) for _, _, sketch in batch)
+        sketches = [pack_sketch(check_sketch(sketch)) for _, _, sketch in batch]
+        sizes = b"".join(len(sketch).to_bytes(2, "big") for sketch in sketches)
         keys = [encoded_key(key) for _, key, _ in batch]
         crcs = [key_crc(key) for key in keys]
-        packed = [b"".join(map(pack, fingerprints)), sketches, b"".join(map(pack_crc, crcs))]
+        packed = [b"".join(map(pack, fingerprints)), b"".join(sketches), b"".join(map(pack_crc, crcs)), sizes]
         yield fingerprints, crcs, [*packed, *keys]
 
 
@@ -169,7 +176,8 @@ class Names:
 
 @dataclass(frozen=True)
 class Chunk:
-    """The strings of one chunk, as read with GET (``None``: the key does not exist)."""
+    """The strings of one chunk, as read with GET (``None``: the key does not exist), and
+    its short pages' shingles (HGETALL)."""
 
     first_seq: int
     fingerprints: bytes | None
@@ -177,6 +185,8 @@ class Chunk:
     keys: bytes | None
     expiries: bytes | None
     sketches: bytes | None
+    #: ``P:x<c>`` as HGETALL reads it: the short pages' shingles by slot (bytes of its number).
+    shingles: dict[bytes, bytes]
 
     def live_entries(self, removed: set[int], now: int | None) -> Iterator[tuple[int, str, bytes | None]]:
         """Its ``(fingerprint, key, sketch)``, without removed (and, with *now*, expired) ones."""
@@ -197,10 +207,12 @@ class Chunk:
             start = stop
 
     def _sketch(self, slot: int) -> bytes | None:
-        """The sketch in *slot*; ``None`` when it was stored without one (zeros, or past the
-        end of the string: see ``append`` in :mod:`._lua`)."""
+        """The sketch in *slot* (and a short page's shingles after it); ``None`` when it was
+        stored without one (zeros, or past the end of the string: see ``append`` in :mod:`._lua`)."""
         sketch = (self.sketches or b"")[slot * SKETCH_BYTES : (slot + 1) * SKETCH_BYTES]
-        return None if len(sketch) < SKETCH_BYTES or sketch == NO_SKETCH else sketch
+        if len(sketch) < SKETCH_BYTES or sketch == NO_SKETCH:
+            return None
+        return sketch + self.shingles.get(str(slot).encode(), b"")
 
 
 def reply_text(value: Any) -> str:

@@ -6,9 +6,11 @@ A namespace is an append-only log; every key starts with its prefix ``P``:
   chunk, from the meta hash) at slot ``i = s % C``, spread over parallel strings:
   ``P:f<c>`` its fingerprint (8 bytes big-endian, slot ``i`` at byte ``8i``),
   ``P:k<c>`` the keys (coded by :mod:`._keys`, concatenated), ``P:o<c>`` where each key ends in
-  ``P:k<c>`` (4 bytes big-endian), ``P:s<c>`` its minwise sketch
-  (:mod:`scrapy_simhash.core.sketch`, 32 bytes at byte ``32i``; all zeros, or past the
-  end of the string: stored without one), ``P:h<c>`` the CRC-32 of its key (4 bytes,
+  ``P:k<c>`` (4 bytes big-endian), ``P:s<c>`` the first 32 bytes of its sketch
+  (:mod:`scrapy_simhash.core.sketch`, at byte ``32i``; all zeros, or past the end of
+  the string: stored without one), ``P:x<c>`` a hash whose field ``i`` holds the rest
+  of a short page's sketch (its shingles, 2 bytes each; from format "6" on, deleted
+  and expiring with the chunk), ``P:h<c>`` the CRC-32 of its key (4 bytes,
   :func:`~._key_lookup.key_crc`: how a page's older records are found), and with a TTL
   ``P:e<c>`` its expiry (4 bytes, Unix seconds by the Redis clock; each chunk key
   expires with its last record);
@@ -18,8 +20,9 @@ A namespace is an append-only log; every key starts with its prefix ``P``:
 
 Clients search a mirror of the log (:mod:`._mirror`, fingerprints and key CRCs); the
 check script (:mod:`._lua_check`), given its matches and position, atomically
-confirms them (live, and the sketches close enough), scans the records it has not seen
-and appends the new one when nothing was confirmed. Fingerprints stay 8 raw bytes (Lua
+confirms them (live, and the pages alike, as
+:class:`~scrapy_simhash.core.sketch.Confirmation` tells), scans the records it has not
+seen and appends the new one when nothing was confirmed. Fingerprints stay 8 raw bytes (Lua
 numbers are doubles, 64-bit values would lose bits), compared byte by byte (a popcount table).
 
 Every script takes KEYS = meta, counter, tombstones; ARGV[1..4] = epoch, key prefix,
@@ -36,9 +39,13 @@ from ._lua_check import CHECK_BODY
 _PRELUDE = """
 local META, COUNTER, TOMBS = KEYS[1], KEYS[2], KEYS[3]
 local EPOCH, PREFIX, CHUNK, TTL = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-local epoch = redis.call('HGET', META, 'epoch')
+local meta = redis.call('HMGET', META, 'epoch', 'format')
+local epoch = meta[1]
 if not epoch then return redis.error_reply('SIMHASH_NOMETA') end
 if epoch ~= EPOCH then return {'reload'} end
+-- Format "5" (before short pages' shingles): none stored, so that its workers, which
+-- neither read nor delete them, may share it; its short pages are confirmed by sketch.
+local SHINGLES = meta[2] ~= '5'
 if redis.replicate_commands then redis.replicate_commands() end  -- Redis < 7: TIME, then writes
 local N = tonumber(redis.call('GET', COUNTER) or '0')
 local NOW = 0
@@ -46,7 +53,7 @@ if TTL > 0 then NOW = tonumber(redis.call('TIME')[1]) end
 local floor, byte, concat = math.floor, string.byte, table.concat
 local SKETCH_SIZE = SKETCH_BYTES
 local NO_SKETCH = string.rep('\\0', SKETCH_SIZE)  -- how a record without a sketch holds it
-local KINDS = {'f', 'k', 'o', 's', 'h'}
+local KINDS = {'f', 'k', 'o', 's', 'h'}  -- the chunk's strings; 'x' is a hash
 if TTL > 0 then KINDS[6] = 'e' end
 
 local function name(kind, chunk) return PREFIX .. kind .. chunk end
@@ -134,11 +141,12 @@ local function blank(chunk, slot, fp8, key, crc4, expiry)
   redis.call('SET', name('h', chunk), string.rep('\\0', slot * 4) .. crc4)
   redis.call('SET', name('k', chunk), key)
   redis.call('SET', name('o', chunk), string.rep('\\255', slot * 4) .. struct.pack('>I4', #key))
-  redis.call('DEL', name('s', chunk))  -- no sketch left over from another log (see append)
+  redis.call('DEL', name('s', chunk), name('x', chunk))  -- no sketch (nor shingles) of another log
   if TTL > 0 then redis.call('SET', name('e', chunk), string.rep('\\0', slot * 4) .. expiry) end
 end
 
-local function append(fp8, key, sketch, crc4)  -- record N; sketch: NO_SKETCH for none
+-- record N; sketch: 32 bytes (NO_SKETCH for none), then a short page's shingles
+local function append(fp8, key, sketch, crc4)
   local chunk = floor(N / CHUNK)
   local slot, expiry = N - chunk * CHUNK, struct.pack('>I4', NOW + TTL)
   local whole = redis.call('APPEND', name('f', chunk), fp8) == slot * 8 + 8
@@ -149,8 +157,12 @@ local function append(fp8, key, sketch, crc4)  -- record N; sketch: NO_SKETCH fo
   if not whole then blank(chunk, slot, fp8, key, crc4, expiry) end
   -- Sketches are written at their slot, not appended: records without one store
   -- nothing (zeros once a later one has one), and a lost string loses only sketches.
-  if sketch ~= NO_SKETCH then redis.call('SETRANGE', name('s', chunk), slot * SKETCH_SIZE, sketch) end
+  local head = string.sub(sketch, 1, SKETCH_SIZE)
+  if head ~= NO_SKETCH then redis.call('SETRANGE', name('s', chunk), slot * SKETCH_SIZE, head) end
+  local shingles = SHINGLES and head ~= NO_SKETCH and #sketch > SKETCH_SIZE
+  if shingles then redis.call('HSET', name('x', chunk), slot, string.sub(sketch, SKETCH_SIZE + 1)) end
   for n = 1, TTL > 0 and #KINDS or 0 do redis.call('EXPIREAT', name(KINDS[n], chunk), NOW + TTL + 1) end
+  if shingles and TTL > 0 then redis.call('EXPIREAT', name('x', chunk), NOW + TTL + 1) end
   N = N + 1
   if N % CHUNK == 0 then  -- a full chunk: copied once, as APPEND leaves up to 2x allocated
     for _, kind in ipairs(KINDS) do
@@ -192,13 +204,16 @@ local function remove_key_records(key, crc4, seqs, tail_crcs, first)
   return tombstone(find_records(tail_crcs, crc4, 4, first, seqs), key)
 end"""
 
-# ARGV[5] the fingerprints, 8 bytes each; [6] their sketches, 32 bytes each (zeros: none);
-# [7] their key CRCs, 4 bytes each; [8...] their keys. Reply: {'added', first seq}.
+# ARGV[5] the fingerprints, 8 bytes each; [6] their sketches, concatenated (32 bytes,
+# zeros for none, and a short page's shingles); [7] their key CRCs, 4 bytes each; [8] the
+# sketches' sizes, 2 bytes each (big-endian); [9...] their keys. Reply: {'added', first seq}.
 _ADD = """
-local first = N
-for n = 0, #ARGV - 8 do
-  local sketch = string.sub(ARGV[6], n * SKETCH_SIZE + 1, (n + 1) * SKETCH_SIZE)
-  append(string.sub(ARGV[5], n * 8 + 1, n * 8 + 8), ARGV[n + 8], sketch, string.sub(ARGV[7], n * 4 + 1, n * 4 + 4))
+local first, at = N, 1
+for n = 0, #ARGV - 9 do
+  local size = struct.unpack('>I2', string.sub(ARGV[8], n * 2 + 1, n * 2 + 2))
+  local sketch = string.sub(ARGV[6], at, at + size - 1)
+  at = at + size
+  append(string.sub(ARGV[5], n * 8 + 1, n * 8 + 8), ARGV[n + 9], sketch, string.sub(ARGV[7], n * 4 + 1, n * 4 + 4))
 end
 redis.call('SET', COUNTER, N)
 return {'added', first}

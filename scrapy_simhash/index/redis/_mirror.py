@@ -127,7 +127,7 @@ class LogMirror:
         self.extend(position, records, crcs)
         if reply[4]:
             self.add_tombstones(tombstones, unpack_fingerprints(reply[4]))
-        found = list(zip(reply[6::3], reply[7::3], reply[8::3]))
+        found = list(zip(reply[6::4], reply[7::4], reply[8::4], reply[9::4]))
         return (self.matches(fingerprint, found) if found else []), int(reply[5])
 
     def forget_expired(self, read: Callable[[int, int, bytes, int], list[Any]]) -> int:
@@ -179,14 +179,14 @@ class LogMirror:
         first, removed = self.first_seq, self.removed
         return [first + row for row in self._crcs.rows_with(crc) if first + row not in removed]
 
-    def matches(self, fingerprint: int, found: list[tuple[int, bytes, int]]) -> list[Match]:
-        """Matches of *fingerprint* from ``(seq, key, sketch distance)`` of mirrored records
-        (the distance -1 when the sketches were not compared), nearest first; of equally
-        near ones with the same key, the oldest record first (as brute force lists them)."""
+    def matches(self, fingerprint: int, found: list[tuple[int, bytes, int, int]]) -> list[Match]:
+        """Matches of *fingerprint* from ``(seq, key, a, b)`` of mirrored records (the
+        check script's: :func:`reply_similarity`), nearest first; of equally near ones
+        with the same key, the oldest record first (as brute force lists them)."""
         matches = []
-        for seq, key, differing in sorted(found, key=lambda record: int(record[0])):
+        for seq, key, a, b in sorted(found, key=lambda record: int(record[0])):
             stored = self._records.fingerprint_at(int(seq) - self.first_seq)
-            similarity = None if int(differing) < 0 else estimated_similarity(int(differing))
+            similarity = reply_similarity(int(a), int(b))
             matches.append(Match(decode_stored_key(key), stored, (stored ^ fingerprint).bit_count(), similarity))
         return sorted(matches, key=lambda m: (m.distance, m.key, m.fingerprint))
 
@@ -207,3 +207,13 @@ class LogMirror:
         self.first_seq = seq
         self._records = RecordIndex(self._max_distance, expected_size=self._expected_size)
         self._crcs = CrcTable()
+
+
+def reply_similarity(a: int, b: int) -> float | None:
+    """The similarity of a match as the check script gives it: *a* of *b* shingles in
+    common (two short pages, compared exactly), or for *b* 0, *a* bits of the sketches
+    differing (-1: not compared, ``None``). The same floats as
+    :meth:`~scrapy_simhash.core.sketch.Confirmation.similarity`."""
+    if b:
+        return round(a / b, 3)
+    return None if a < 0 else estimated_similarity(a)

@@ -8,15 +8,15 @@ or removed meanwhile may or may not be seen, as with any scan.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import redis
 
 from ._client import glob_escape
-from ._layout import CHUNK_KINDS, Chunk, Names, unpack_fingerprints
+from ._layout import CHUNK_KINDS, SHINGLES_KIND, Chunk, Names, unpack_fingerprints
 
-# Chunks read per pipelined round trip (~6 MB with 50-byte keys and sketches).
+# Chunks read per pipelined round trip (~6 MB with 50-byte keys and 32-byte sketches).
 _CHUNKS_PER_READ = 16
 _DELETE_BATCH = 1000
 
@@ -75,14 +75,15 @@ class LogReader:
             records, tombstones, (now, _) = pipe.execute()
         return int(records or 0), tombstones or b"", int(now)
 
-    def _read_chunks(self, numbers: range) -> list[list[bytes | None]]:
-        """Per chunk number, its strings in :data:`CHUNK_KINDS` order."""
+    def _read_chunks(self, numbers: range) -> list[list[Any]]:
+        """Per chunk number, its strings in :data:`CHUNK_KINDS` order, then its shingles' hash."""
         with self._client.pipeline(transaction=False) as pipe:
             for number in numbers:
                 for kind in CHUNK_KINDS:
                     pipe.get(self._names.chunk(kind, number))
-            values = cast(list[bytes | None], pipe.execute())
-        width = len(CHUNK_KINDS)
+                pipe.hgetall(self._names.chunk(SHINGLES_KIND, number))
+            values = cast(list[Any], pipe.execute())
+        width = len(CHUNK_KINDS) + 1
         return [values[i : i + width] for i in range(0, len(values), width)]
 
 

@@ -2,8 +2,8 @@
 
 Each kept page is an entry (fingerprint and record id, 16 bytes) in one bucket of each
 table of Manku, Jain & Das Sarma (WWW 2007), each bucket a key with a hash tag of its
-own (:mod:`._layout`), and a record (state, stamp, sketch, key) in its table-0 bucket's
-slot, its *home*. A check reads the buckets its query visits, as the in-memory index
+own (:mod:`._layout`), and a record (state, stamp, sketch and a short page's shingles,
+key) in its table-0 bucket's slot, its *home*. A check reads the buckets its query visits, as the in-memory index
 does (one per table, several with wildcard bits), and the records of the entries within
 k; no crawler holds a copy of the index, and its memory and start time do not grow
 with it. Every read is of what Redis holds now: no match is reported that Redis does not
@@ -17,9 +17,10 @@ of the checks run one at a time in stamp order:
 2. take a stamp from the stamp clock (one key: a counter that also follows the clock of
    its node, :data:`._lua.STAMPS`), strictly later than every stamp taken before;
 3. write the stamp into the record, and read the buckets the query visits;
-4. among the entries within k whose sketch confirms the match: a record *kept* with an
-   earlier stamp is a match; an undecided record with an earlier stamp, or none yet,
-   is waited for until it is kept or dropped; later stamps are ignored;
+4. among the entries within k whose sketch confirms the match (:meth:`SimhashIndex.confirm`:
+   exactly for two short pages): a record *kept* with an earlier stamp is a match; an
+   undecided record with an earlier stamp, or none yet, is waited for until it is kept
+   or dropped; later stamps are ignored;
 5. keep the record if nothing matched, else drop it.
 
 Why it is exact. Let a page B's query cover a page A (A within k of B off B's wildcard
@@ -52,14 +53,14 @@ from typing import Any
 from redis.cluster import RedisCluster
 
 from ....core.fingerprint import check_fingerprint
-from ....core.sketch import check_sketch
+from ....core.sketch import SKETCH_BYTES, check_sketch
 from ..._design_choice import choose_design
 from ...base import DEFAULT_MIN_SIMILARITY, IndexUnavailableError, Match, SimhashIndex, SimhashIndexError, Verdict, own_match
 from .._client import UnavailableAsIndexError, connect_cluster, safe_url
 from .._layout import check_signature, parse_meta
 from .._lua import ENSURE_META
 from ._check import CheckRun, Outcome, Page
-from ._layout import KEPT, ClusterNames, design_of, new_cluster_meta
+from ._layout import KEPT, READ_FORMATS, ClusterNames, design_of, new_cluster_meta
 from ._records import Candidate, RecordReader
 from ._scan import count_kept, kept_entries
 from ._store import ClusterStore
@@ -97,11 +98,13 @@ class ClusterIndex(SimhashIndex):
                 meta = parse_meta(self._store.one(("EVAL", ENSURE_META, 1, self._names.meta, *flat)))
             check_signature(meta, wanted, where)
             self.signature, self.design = meta["signature"], design_of(meta, max_distance, where)
+            # An older namespace's crawlers read headers without shingles: none stored there.
+            self._shingles = READ_FORMATS[meta["format"]]
         except BaseException:
             self.close()
             raise
         self._store.crc_bits = self.design.prefix_bits
-        self._run = CheckRun(RecordReader(self._store, self.design), max_distance, self.confirms)
+        self._run = CheckRun(RecordReader(self._store, self.design), max_distance, self.confirm)
 
     ttl = None  # no expiry in a cluster
 
@@ -171,7 +174,10 @@ class ClusterIndex(SimhashIndex):
     # -- internals -------------------------------------------------------------------
 
     def _page(self, fingerprint: int, key: str, wildcard: int, sketch: bytes | None) -> Page:
-        return self._run_page(check_fingerprint(fingerprint), key, self.check_wildcard(wildcard), check_sketch(sketch))
+        checked = check_sketch(sketch)
+        if checked is not None and not self._shingles:
+            checked = checked[:SKETCH_BYTES]
+        return self._run_page(check_fingerprint(fingerprint), key, self.check_wildcard(wildcard), checked)
 
     def _run_page(self, fingerprint: int, key: str, wildcard: int, sketch: bytes | None) -> Page:
         if not isinstance(key, str):

@@ -9,14 +9,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from ....core.sketch import estimated_similarity, sketch_distance
 from ..._key_lookup import key_crc
 from ..._tables import TableDesign
 from ...base import Match
 from .._layout import encoded_key
 from ._layout import CHOOSING, KEPT, STAMPED, entry, pack_header
 from ._lua import PUT, SET_STATE, STAMPS
-from ._records import Candidate, Record, RecordReader
+from ._records import Candidate, RecordReader
 from ._store import Command, script
 
 #: Seconds a record may stay undecided (by its home node's clock): a crawler that
@@ -25,6 +24,9 @@ from ._store import Command, script
 LEASE = 15
 # Waiting for an earlier record to be decided: the first pause, doubling up to the last.
 _FIRST_WAIT, _LAST_WAIT = 0.001, 0.05
+
+
+Confirm = Callable[[bytes | None, bytes | None], tuple[bool, float | None]]
 
 
 class Outcome(NamedTuple):
@@ -48,9 +50,11 @@ class Page(NamedTuple):
 class CheckRun:
     """The protocol's steps for one index (see :mod:`.`)."""
 
-    def __init__(self, reader: RecordReader, max_distance: int, confirms: Callable[[bytes | None, bytes | None], bool]) -> None:
+    def __init__(self, reader: RecordReader, max_distance: int, confirm: Confirm) -> None:
+        """*confirm*: :meth:`~...base.SimhashIndex.confirm` (whether a query's and a
+        record's sketches confirm a match, and the pages' similarity)."""
         self.reader, self.store = reader, reader.store
-        self.max_distance, self.confirms = max_distance, confirms
+        self.max_distance, self.confirm = max_distance, confirm
 
     @staticmethod
     def page_of(design: TableDesign, fingerprint: int, key: str, wildcard: int, sketch: bytes | None) -> Page:
@@ -117,11 +121,15 @@ class CheckRun:
             waiting = []
             for record in self.reader.read(candidates):
                 header = record.header
-                if header is None or not self.confirms(page.sketch, header.sketch):
-                    continue  # gone (dropped, removed), or the sketches say it is another page
+                if header is None:
+                    continue  # gone (dropped, removed)
+                confirmed, similarity = self.confirm(page.sketch, header.sketch)
+                if not confirmed:
+                    continue  # the sketches (or shingles) say it is another page
                 if header.state == KEPT:
                     if stamp is None or header.stamp < stamp:
-                        matches.append(self._match(page, record))
+                        candidate = record.candidate
+                        matches.append(Match(record.key, candidate.fingerprint, candidate.distance, similarity))
                 elif stamp is not None and record.age < LEASE and not (header.state == STAMPED and header.stamp > stamp):
                     waiting.append(record.candidate)  # earlier (or not stamped yet), undecided
             candidates = waiting
@@ -133,11 +141,3 @@ class CheckRun:
     def _candidates(self, page: Page, replies: Sequence[bytes | None], rid: bytes) -> list[Candidate]:
         found = self.reader.candidates(replies, page.fingerprint, page.wildcard, self.max_distance)
         return [candidate for candidate in found if candidate.rid != rid]
-
-    @staticmethod
-    def _match(page: Page, record: Record) -> Match:
-        assert record.header is not None
-        stored = record.header.sketch
-        similarity = (None if page.sketch is None or stored is None
-                      else estimated_similarity(sketch_distance(page.sketch, stored)))
-        return Match(record.key, record.candidate.fingerprint, record.candidate.distance, similarity)

@@ -8,7 +8,8 @@ bucket's records share a slot, the buckets spread over all 16384 slots.
   and the record id (8 random bytes), appended;
 * ``P{0.b}r`` and ``P{0.b}k`` the records whose table-0 bucket is ``b`` (their
   *home*), hashes by record id: the header (:func:`pack_header`: state, stamp,
-  when it was put, fingerprint, sketch) and the stored key (coded, :mod:`.._keys`);
+  when it was put, fingerprint, sketch's 32 bytes, then a short page's shingles) and the
+  stored key (coded, :mod:`.._keys`);
 * ``P{u.c}`` the records of the keys whose CRC-32 ends in ``c`` (as many bits as a
   bucket key), entries as in a bucket
   (``replace_if_new`` and ``remove_key`` find a key's records there);
@@ -29,12 +30,18 @@ from ..._tables import TableDesign, make_design
 from ...base import IndexFormatError
 from .._layout import NO_SKETCH, Names
 
-FORMAT = "cluster-1"
+# "cluster-2": a short page's header ends with its shingles; "cluster-1" had none (still
+# read and written, without them: its crawlers read headers of 53 bytes only).
+FORMAT = "cluster-2"
+#: The formats this version opens, and whether their headers may hold shingles.
+READ_FORMATS = {FORMAT: True, "cluster-1": False}
 ENTRY_BYTES = 16
 #: Record states: put but not stamped yet, stamped (its check runs), kept.
 CHOOSING, STAMPED, KEPT = b"p", b"s", b"k"
 # state, stamp, put at (the home node's clock, seconds), fingerprint, sketch: 53 bytes,
-# under the 64 of a small hash's listpack values.
+# under the 64 of a small hash's listpack values; a short page's shingles follow (up to
+# 400 bytes: its home hash is then a hashtable, ~50 bytes more a record). The scripts
+# rewrite bytes 1-13 only and keep the rest (:mod:`._lua`).
 _HEADER = struct.Struct(f">cQIQ{SKETCH_BYTES}s")
 ENTRY = np.dtype([("fingerprint", ">u8"), ("rid", "S8")])
 
@@ -50,13 +57,15 @@ class Header(NamedTuple):
 
 
 def pack_header(state: bytes, stamp: int, fingerprint: int, sketch: bytes | None) -> bytes:
-    """A header; the put time (4 bytes at 9) is written by the script that puts it."""
-    return _HEADER.pack(state, stamp, 0, fingerprint, NO_SKETCH if sketch is None else sketch)
+    """A header, with the whole sketch (a short page's shingles after the fixed part); the
+    put time (4 bytes at 9) is written by the script that puts it."""
+    sketch = NO_SKETCH if sketch is None else sketch
+    return _HEADER.pack(state, stamp, 0, fingerprint, sketch[:SKETCH_BYTES]) + sketch[SKETCH_BYTES:]
 
 
 def unpack_header(data: bytes) -> Header:
-    state, stamp, put_at, fingerprint, sketch = _HEADER.unpack(data)
-    return Header(state, stamp, put_at, fingerprint, None if sketch == NO_SKETCH else sketch)
+    state, stamp, put_at, fingerprint, sketch = _HEADER.unpack_from(data)
+    return Header(state, stamp, put_at, fingerprint, None if sketch == NO_SKETCH else sketch + data[_HEADER.size :])
 
 
 def entry(fingerprint: int, rid: bytes) -> bytes:
@@ -111,7 +120,7 @@ def new_cluster_meta(design: TableDesign, signature: str) -> dict[str, str]:
 
 def design_of(meta: dict[str, str], max_distance: int, where: str) -> TableDesign:
     """The table design a namespace was made with; refused when it cannot find *max_distance*."""
-    if meta.get("format") != FORMAT:
+    if meta.get("format") not in READ_FORMATS:
         raise IndexFormatError(
             f"{where} has format {meta.get('format')!r}, not the cluster layout {FORMAT!r}: "
             "reset it (SIMHASH_INDEX_RESET=True on one worker) or use another namespace")
