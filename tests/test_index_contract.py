@@ -304,21 +304,6 @@ def test_replace_if_new_answers_as_brute_force(index_factory: Callable[[int], Si
     assert sorted(index.items()) == sorted(reference.items())
 
 
-# Short pages' shingles after their sketches: the disk backend is changed on its own
-# branch; until then its cases are expected to fail (drop it here once they pass).
-SHORT_PAGES_PENDING = {"disk"}
-
-
-@pytest.fixture
-def exact_factory(
-    request: pytest.FixtureRequest, index_factory: Callable[[int], SimhashIndex]
-) -> Callable[[int], SimhashIndex]:
-    """:func:`index_factory`, for the backends that store short pages' shingles."""
-    if request.node.callspec.params["index_factory"][0] in SHORT_PAGES_PENDING:
-        request.applymarker(pytest.mark.xfail(reason="short pages' shingles not stored on disk yet"))
-    return index_factory
-
-
 def short_pages(seed: int, size: int, shared: int, extra: int = 0) -> tuple[bytes, bytes]:
     """The sketches of two pages of *size* and *size* + *extra* shingles, *shared* of them
     common: an exact Jaccard similarity of shared / (2 size + extra - shared), their low
@@ -337,8 +322,8 @@ SHORT_PAIRS = [(18, 16, 0), (18, 16, 1), (45, 40, 0), (45, 40, 1), (45, 41, 0), 
                (198, 176, 0), (198, 176, 1), (200, 178, 0), (200, 178, 1), (200, 190, 1)]
 
 
-def test_short_pages_are_confirmed_on_their_exact_similarity(exact_factory: Callable[[int], SimhashIndex]) -> None:
-    index, references = exact_factory(3), [BruteForceIndex(3), MemoryIndex(3, expected_size=1000)]
+def test_short_pages_are_confirmed_on_their_exact_similarity(index_factory: Callable[[int], SimhashIndex]) -> None:
+    index, references = index_factory(3), [BruteForceIndex(3), MemoryIndex(3, expected_size=1000)]
     confirmation, rng = Confirmation(index.min_similarity), random.Random(5)
     sketch_disagrees = 0
     for seed in range(4):
@@ -362,10 +347,10 @@ def test_short_pages_are_confirmed_on_their_exact_similarity(exact_factory: Call
     assert sorted(index.entries()) == sorted(references[0].entries())
 
 
-def test_short_page_sketches_round_trip(exact_factory: Callable[[int], SimhashIndex]) -> None:
+def test_short_page_sketches_round_trip(index_factory: Callable[[int], SimhashIndex]) -> None:
     """entries() gives back a short page's whole sketch (32 bytes and its shingles), as an
     export does (hex), and an index imported from it gives the same verdicts."""
-    index, copy = exact_factory(3), exact_factory(3)
+    index, copy = index_factory(3), index_factory(3)
     few, many = short_pages(1, 18, 16), short_pages(2, 200, 178)
     long_page = page_sketch(np.arange(1, 302, dtype=np.uint64))
     entries = [(BASE, "few", few[0]), (BASE ^ 0xFF00, "many", many[0]), (BASE ^ 0xFF_0000, "long", long_page),
