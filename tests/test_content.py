@@ -218,6 +218,19 @@ def test_sections_named_for_their_topic_keep_their_text() -> None:
         assert gone not in extracted
 
 
+def test_a_frame_word_inside_a_compound_name_prunes_a_container_not_a_paragraph() -> None:
+    page = (
+        f"<body><article><h1>Trace errors</h1><p>{ARTICLE}</p>"
+        "<div class='howtoget'><p class='howtogetheader'>To access this command...</p>"
+        "<p>Choose Tools - Detective - Trace Error.</p></div>"
+        "<div class='pageheader'><p>Product tour, pricing and the blog of the company.</p></div>"
+        "</article></body>"
+    )
+    extracted = _extract(page)
+    assert "To access this command..." in extracted and "Choose Tools" in extracted
+    assert "Product tour" not in extracted  # a container: its compound name says frame
+
+
 @pytest.mark.parametrize(
     ("section", "spared"),
     [

@@ -53,7 +53,7 @@ _WORDS = st.sampled_from(
 _TEXTS = st.lists(_WORDS, max_size=6).map("".join)
 _CLASSES = st.sampled_from(
     ["", "content", "sidebar", "nav", "ad", "post-body", "comments", "menu main", "row", "share-bar", "SideBar",
-     "sphinxsidebar", "siteFooter", "domain", "posting", "section"]
+     "sphinxsidebar", "siteFooter", "howtogetheader", "domain", "posting", "section"]
 )
 _ATTRIBUTES = st.lists(
     st.one_of(

@@ -17,7 +17,7 @@ import re
 
 from lxml import etree
 
-from .names import BY_NAME, BY_ROLE, MAIN_BY_ROLE, NOT_BOILERPLATE, attributes_say_boilerplate
+from .names import BY_COMPOUND, BY_NAME, BY_ROLE, MAIN_BY_ROLE, NOT_BOILERPLATE, attributes_say_boilerplate
 
 BOILERPLATE_TAGS = ("nav", "header", "footer", "aside", "form", "menu", "dialog")
 _BOILERPLATE_TAG_SET = frozenset(BOILERPLATE_TAGS)
@@ -99,6 +99,8 @@ def boilerplate_elements(body: etree._Element) -> list[etree._Element]:
             landmarks.append(element)
         else:
             verdict = _attribute_verdict(element)
+            if verdict == BY_COMPOUND:  # (a frame's word in a compound: not a paragraph's)
+                verdict = NOT_BOILERPLATE if element.tag == "p" else BY_NAME
             if verdict == BY_ROLE or (verdict == BY_NAME and not reads_as_section(element)):
                 named.append(element)
             elif verdict == MAIN_BY_ROLE:

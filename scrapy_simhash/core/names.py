@@ -4,7 +4,9 @@ Class and id names are split into words (at separators, digits and case changes:
 ``mainNav site-footer_2`` is *main*, *nav*, *site*, *footer*) and a name rule matches
 whole words only, so that a section named for its topic keeps its text: *domain* is not
 *main*, *posting* not *post*. Compounds of the words for a page's frame (``sphinxsidebar``,
-``sitefooter``, ``maincontent``) still count, as frames are often named that way.
+``sitefooter``, ``maincontent``) still count, as frames are often named that way, but only
+for containers (:data:`BY_COMPOUND`): a paragraph is no frame, and ``howtogetheader`` is
+the heading of a box of the text ("To access this command...").
 
 A container named boilerplate (:data:`BY_NAME`) may still be a section of the text
 whose id was made from its heading (``csrf-cookie-age``, ``host-header-poisoning``): the
@@ -21,6 +23,7 @@ NOT_BOILERPLATE: Final = 0
 BY_ROLE: Final = 1  # its ARIA role, or hidden: boilerplate whatever it holds
 BY_NAME: Final = 2  # a class or id word: boilerplate unless it reads as a section
 MAIN_BY_ROLE: Final = 3  # role="main": the content itself, and what holds it is the page's frame
+BY_COMPOUND: Final = 4  # a frame's word inside a compound name only: BY_NAME, but not for a <p>
 
 _BOILERPLATE_ROLES = frozenset(
     {"navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar", "dialog"}
@@ -61,17 +64,19 @@ def name_words(names: str) -> list[str]:
     return [word.lower() for run in _LETTER_RUNS.findall(names) for word in _CASE_CHANGE.split(run)]
 
 
-def _says(words: list[str], vocabulary: frozenset[str], parts: tuple[str, ...]) -> bool:
+def _says(words: list[str], vocabulary: frozenset[str], parts: tuple[str, ...] = ()) -> bool:
     return any(word in vocabulary or word.startswith(parts) or word.endswith(parts) for word in words)
 
 
 def attributes_say_boilerplate(pairs: tuple[tuple[str, str], ...]) -> int:
     """Whether an element with these attributes (``element.items()``) is boilerplate:
-    :data:`NOT_BOILERPLATE`, :data:`BY_ROLE` or :data:`BY_NAME`; or the page's content by
-    its ARIA role (:data:`MAIN_BY_ROLE`).
+    :data:`NOT_BOILERPLATE`, :data:`BY_ROLE`, :data:`BY_NAME` or :data:`BY_COMPOUND`; or
+    the page's content by its ARIA role (:data:`MAIN_BY_ROLE`).
 
     >>> attributes_say_boilerplate((("class", "site-footer"),)), attributes_say_boilerplate((("id", "domains"),))
     (2, 0)
+    >>> attributes_say_boilerplate((("class", "sphinxsidebar"),))
+    4
     >>> attributes_say_boilerplate((("class", "post-header"),)), attributes_say_boilerplate((("role", "navigation"),))
     (0, 1)
     """
@@ -85,7 +90,7 @@ def attributes_say_boilerplate(pairs: tuple[tuple[str, str], ...]) -> int:
     says_boilerplate = _says(class_words, _CLASS_WORDS, _FRAME_PARTS) or _says(id_words, _ID_WORDS, _ID_PARTS)
     if not says_boilerplate or _says(class_words + id_words, _CONTENT_WORDS, _CONTENT_PARTS):
         return NOT_BOILERPLATE
-    return BY_NAME
+    return BY_NAME if _says(class_words, _CLASS_WORDS) or _says(id_words, _ID_WORDS) else BY_COMPOUND
 
 
 def _is_hidden(attributes: dict[str, str]) -> bool:

@@ -92,7 +92,7 @@ extract_forget_verdicts(void)
 }
 
 /* Verdicts of names.attributes_say_boilerplate. */
-enum { NOT_BOILERPLATE, BY_ROLE, BY_NAME, MAIN_BY_ROLE };
+enum { NOT_BOILERPLATE, BY_ROLE, BY_NAME, MAIN_BY_ROLE, BY_COMPOUND };
 
 /* boilerplate._attribute_verdict: a verdict, or -1 with an exception. */
 static int
@@ -125,9 +125,9 @@ named_boilerplate(const xmlNode *node, Buffer *key)
     Py_XDECREF(pairs);
     long answered = answer ? PyLong_AsLong(answer) : -1;
     Py_XDECREF(answer);
-    if (answered < NOT_BOILERPLATE || answered > MAIN_BY_ROLE) {
+    if (answered < NOT_BOILERPLATE || answered > BY_COMPOUND) {
         if (!PyErr_Occurred()) {
-            PyErr_Format(PyExc_ValueError, "a verdict is 0, 1, 2 or 3, not %ld", answered);
+            PyErr_Format(PyExc_ValueError, "a verdict is 0, 1, 2, 3 or 4, not %ld", answered);
         }
         return -1;
     }
@@ -246,6 +246,9 @@ extract_prune(Tree *tree)
             verdict = named_boilerplate(tree->elements[index].node, &key);
             if (verdict < 0) {
                 goto done;
+            }
+            if (verdict == BY_COMPOUND) { /* (a frame's word in a compound: not a paragraph's) */
+                verdict = (flags & PARAGRAPH) ? NOT_BOILERPLATE : BY_NAME;
             }
             if (verdict == BY_ROLE || (verdict == BY_NAME && !reads_as_section(tree, index))) {
                 named[n_named++] = index;
