@@ -154,6 +154,20 @@ def test_a_short_page_is_told_from_its_siblings_by_its_title() -> None:
     assert "library: exceptions namespace reference" in fingerprinter.main_blocks(_short_page("Exceptions Namespace Reference", "x"))
 
 
+def test_a_short_pages_title_counts_without_the_sites_name() -> None:
+    body = ("<body><article><h1>Number Format: Delete Decimal Place</h1><p>Removes one decimal place "
+            "from the numbers in the selected cells.</p></article></body>")
+    original = f"<html><head><title>Number Format: Delete Decimal Place</title></head>{body}</html>"
+    repost = f"<html><head><title>Number Format: Delete Decimal Place_News Site</title></head>{body}</html>"
+    other_site = f"<html><head><title>Tech Daily | Number Format: Delete Decimal Place</title></head>{body}</html>"
+    fingerprinter = Fingerprinter()
+    first = fingerprinter.from_html(original)
+    assert first.sketch is not None and len(first.sketch) > 32  # a short page: its title counts
+    assert fingerprinter.from_html(repost) == first == fingerprinter.from_html(other_site)
+    retitled = original.replace("<title>Number Format: Delete", "<title>Number Format: Add")
+    assert fingerprinter.from_html(retitled).sketch != first.sketch  # not the heading: it stays
+
+
 def test_a_long_page_is_fingerprinted_without_its_title() -> None:
     retitled = _page().replace("<title>Widgets</title>", "<title>Widgets - a repost on another site</title>")
     assert Fingerprinter().from_html(_page()) == Fingerprinter().from_html(retitled)

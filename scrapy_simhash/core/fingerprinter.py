@@ -176,12 +176,14 @@ class Fingerprinter:
         page's (fewer than MIN_SKETCHED_SHINGLES) with its title first. What little text a
         short page has is often all its site's template (a one-entry listing whose entry is
         a link, its title in a "header"): its <title> is then what tells it from its siblings
-        (measured on big sites, README "Precision at scale"). Only short pages: a long
-        page's title differs in its copies (a repost's site name, "printer-friendly version").
+        (measured on big sites, README "Precision at scale"), less the site's name when it
+        names one of the page's first blocks (:func:`without_site_name`). Only short pages: a
+        long page's title differs in its copies (a repost's site name, "printer-friendly version").
         """
         if len(shingles) >= MIN_SKETCHED_SHINGLES or not title:
             return blocks
-        return [*content_blocks([title]), *blocks]
+        titles = content_blocks([title])
+        return [without_site_name(titles[0], blocks), *blocks] if titles else blocks
 
     def _features(self, blocks: list[str]) -> tuple[features.Features, npt.NDArray[np.uint64]]:
         """The blocks' features and their sketch's shingles, from one pass over their tokens.
@@ -192,6 +194,30 @@ class Fingerprinter:
         few words, and look 0.9 alike to a sibling whose text is 0.6 alike.
         """
         return self._featurizer.features_and_shingle_set(blocks, SKETCH_SHINGLE_SIZE)
+
+
+#: What sites put between a page's heading and their name in its <title>.
+_TITLE_SEPARATORS = frozenset("-_|:·•–—/,>»›")
+#: Where the page's heading is among its blocks (its title block, a template's h1).
+_HEADING_BLOCKS = 3
+
+
+def without_site_name(title: str, blocks: list[str]) -> str:
+    """A page's *title* without the site's name, when it is one of the page's first blocks
+    with the name after or before a separator ("Title_SiteName", "Site: Title"): a repost's
+    title has its own site's name.
+
+    >>> without_site_name("数字格式: 删除小数位数_科讯网", ["数字格式: 删除小数位数", "..."])
+    '数字格式: 删除小数位数'
+    >>> without_site_name("deal.ii: class list", ["class list"]), without_site_name("class list", ["class"])
+    ('class list', 'class list')
+    """
+    for block in blocks[:_HEADING_BLOCKS]:
+        if title.startswith(block) and title[len(block) :].lstrip()[:1] in _TITLE_SEPARATORS:
+            return block
+        if title.endswith(block) and title[: -len(block)].rstrip()[-1:] in _TITLE_SEPARATORS:
+            return block
+    return title
 
 
 def python_stages() -> list[str]:
