@@ -29,7 +29,8 @@ import numpy.typing as npt
 from scrapy_simhash.core.fingerprint import weakest_bits
 from scrapy_simhash.core.fingerprinter import FingerprintOptions
 from scrapy_simhash.index._buckets import probe_kernel
-from scrapy_simhash.index._storage import KeyStore, SketchStore
+from scrapy_simhash.index._sketches import SketchStore
+from scrapy_simhash.index._storage import KeyStore
 from scrapy_simhash.index._tables import make_design
 from scrapy_simhash.index.brute import BruteForceIndex
 from scrapy_simhash.index.memory import MemoryIndex

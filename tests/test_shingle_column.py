@@ -10,8 +10,7 @@ import pytest
 
 from scrapy_simhash.core.sketch import page_sketch
 from scrapy_simhash.index import MemoryIndex
-from scrapy_simhash.index._shingles import ShingleColumn
-from scrapy_simhash.index._storage import SketchStore
+from scrapy_simhash.index._sketches import ShingleColumn, SketchStore
 from scrapy_simhash.index.brute import BruteForceIndex
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._logfile import key_offsets
-from ._shingles import ShingleColumn
+from ._sketches import ShingleColumn
 from ._storage import KeyStore
 from .base import IndexFormatError
 

@@ -23,7 +23,8 @@ from . import _logfile as lf
 from ._disk_records import RecordsAtOpen, read_keys
 from ._files import write_all
 from ._replay import live_entries
-from ._storage import KeyStore, SketchStore, encode_key
+from ._sketches import SketchStore
+from ._storage import KeyStore, encode_key
 from ._storefiles import KEYS_NAME, LOG_NAME, StoreFiles
 from .base import IndexUnavailableError, SimhashIndexError
 

@@ -15,8 +15,6 @@ import numpy as np
 import numpy.typing as npt
 
 from ..core.fingerprint import check_fingerprint
-from ..core.sketch import SKETCH_BYTES, Confirmation, check_sketch, is_exact
-from ._shingles import ShingleColumn
 
 # GrowableArray grows by 1/8 (slack, hence memory, stays small: at most ~9.6 bytes a
 # fingerprint for 8) and moves to its larger copy a slice per append, starting when
@@ -87,99 +85,6 @@ class GrowableArray:
         grown = np.empty(capacity, dtype=self._data.dtype)
         grown[: self._size] = self._data[: self._size]
         self._data, self._next = grown, None
-
-
-class SketchStore:
-    """The sketch of every row (:mod:`scrapy_simhash.core.sketch`): its 32 bytes as four
-    uint64 words a row, and a short page's 16-bit shingles after them, by row.
-
-    A row stored without a sketch holds zeros and reads back as ``None``
-    (:func:`~scrapy_simhash.core.sketch.check_sketch`).
-    """
-
-    WORDS = SKETCH_BYTES // 8
-
-    def __init__(self, words: npt.NDArray[np.uint64] | None = None, shingles: ShingleColumn | None = None) -> None:
-        """*words*: four a row, flat or as ``(rows, 4)`` (a column of a disk store's records);
-        *shingles*: the bytes after the first 32 of the short pages' sketches."""
-        self._words = GrowableArray(np.uint64, words)
-        self._shingles = shingles if shingles is not None else ShingleColumn()
-
-    @classmethod
-    def from_sketches(cls, sketches: Iterable[bytes | None]) -> SketchStore:
-        """Checked sketches (:func:`~scrapy_simhash.core.sketch.check_sketch`), in one copy."""
-        empty, checked = bytes(SKETCH_BYTES), list(map(check_sketch, sketches))
-        data = b"".join(sketch[:SKETCH_BYTES] if sketch else empty for sketch in checked)
-        shingles = ShingleColumn()
-        for row, sketch in enumerate(checked):
-            if sketch is not None and is_exact(sketch):
-                shingles.append(row, sketch[SKETCH_BYTES:])
-        return cls(np.frombuffer(data, dtype="<u8").astype(np.uint64), shingles)
-
-    @classmethod
-    def empty(cls, rows: int) -> SketchStore:
-        return cls(np.zeros(rows * cls.WORDS, dtype=np.uint64))
-
-    def __len__(self) -> int:
-        return len(self._words) // self.WORDS
-
-    @property
-    def nbytes(self) -> int:
-        return self._words.nbytes + self._shingles.nbytes
-
-    @property
-    def rows(self) -> npt.NDArray[np.uint64]:
-        """The sketches' first 32 bytes as an ``(n, 4)`` array (a view: valid until the next append)."""
-        return self._words.values.reshape(-1, self.WORDS)
-
-    def shingles(self, row: int) -> bytes:
-        """The bytes after the first 32 of *row*'s sketch (empty unless a short page's)."""
-        return self._shingles.get(row)
-
-    def append(self, sketch: bytes | None) -> None:
-        sketch = check_sketch(sketch)
-        if sketch is not None and is_exact(sketch):
-            self._shingles.append(len(self), sketch[SKETCH_BYTES:])
-        self._words.extend(_sketch_words(sketch))
-
-    def extend_from(self, other: SketchStore) -> None:
-        self._shingles.extend_from(other._shingles, len(self))
-        self._words.extend(other._words.values)
-
-    def __getitem__(self, row: int) -> bytes | None:
-        words = self.rows[row]
-        return words.tobytes() + self.shingles(row) if words.any() else None
-
-    def distances(self, rows: npt.NDArray[np.intp], sketch: bytes) -> npt.NDArray[np.int64]:
-        """Bits in which each row's sketch differs from *sketch*; -1 for rows without one."""
-        stored = self.rows[rows]
-        differing = np.bitwise_count(stored ^ _sketch_words(sketch)).sum(axis=1, dtype=np.int64)
-        differing[~stored.any(axis=1)] = -1
-        return differing
-
-    def confirm(
-        self, rows: npt.NDArray[np.intp], sketch: bytes, confirmation: Confirmation
-    ) -> list[tuple[bool, float | None]]:
-        """Whether each row's sketch confirms a match with *sketch*, and the similarity:
-        ``(True, None)`` for rows stored without one (:meth:`SimhashIndex.confirm`)."""
-        verdicts: list[tuple[bool, float | None]] = []
-        for row, differing in zip(rows.tolist(), self.distances(rows, sketch).tolist()):
-            if differing < 0:
-                verdicts.append((True, None))
-            else:
-                stored = self.rows[row].tobytes() + self.shingles(row)
-                similarity = confirmation.similarity(sketch, stored)
-                verdicts.append((similarity is not None, similarity))
-        return verdicts
-
-    def compress(self, keep: npt.NDArray[np.bool_]) -> SketchStore:
-        return SketchStore(self.rows[keep].reshape(-1), self._shingles.compress(keep))
-
-
-def _sketch_words(sketch: bytes | None) -> npt.NDArray[np.uint64]:
-    if sketch is None:
-        return np.zeros(SketchStore.WORDS, dtype=np.uint64)
-    return np.frombuffer(sketch, dtype="<u8", count=SketchStore.WORDS).astype(np.uint64)
 
 
 class KeyStore:

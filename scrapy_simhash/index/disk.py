@@ -27,7 +27,8 @@ from . import _logfile as lf
 from ._design_choice import bulk_design
 from ._diskstore import KEYS_NAME, LOG_NAME, DiskStore
 from ._snapshot import SNAPSHOT_MIN_ROWS, read_snapshot, snapshot_path, write_snapshot
-from ._storage import SketchStore, fingerprint_array
+from ._sketches import SketchStore
+from ._storage import fingerprint_array
 from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex
 from .memory import MemoryIndex
 

@@ -36,7 +36,8 @@ from ._buckets import SortedBuckets, bucket_stats, hint_of, probe_kernel, row_hi
 from ._design_choice import design_for_size, starting_design
 from ._key_lookup import KeyLookup
 from ._merge import BufferedTables
-from ._storage import GrowableArray, KeyStore, SketchStore, entry_columns, fingerprint_array
+from ._sketches import SketchStore
+from ._storage import GrowableArray, KeyStore, entry_columns, fingerprint_array
 from ._tables import TableDesign
 from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex
 

@@ -12,7 +12,8 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from .._storage import KeyStore, SketchStore
+from .._sketches import SketchStore
+from .._storage import KeyStore
 from ..memory import MemoryIndex
 
 
