@@ -37,7 +37,7 @@ shingle set instead, which agrees only with a page of the very same shingles.
 **Short pages are compared exactly.** Among the thousands of pages of one site, most
 pairs near the line are short pages (a class with a few members, a help page of a
 paragraph), where the sketch errs most: 0.05-0.07 at J = 0.8 for 30-130 shingles, so
-that one pair in four at J = 0.72 passed. A page of at most :data:`EXACT_SHINGLES`
+that one pair in five at J = 0.72 passed (measured on pages of 40-100 shingles). A page of at most :data:`EXACT_SHINGLES`
 distinct shingles therefore also stores them, 16 bits each, sorted, after its 32 bytes
 (at most 432 bytes in all); two such pages are confirmed on their exact Jaccard
 similarity, at ``min_similarity`` itself. Any other pair is confirmed by the sketch,
