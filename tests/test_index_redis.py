@@ -22,9 +22,9 @@ from scrapy_simhash.index.redis import RedisIndex  # noqa: E402
 
 EDGE_FINGERPRINTS = [0, 1, 2**63, 2**64 - 1, 2**63 + 1, 0x8000_0001_8000_0001, 2**53 + 1]
 BASE_SKETCH = random.Random("sketch").randbytes(32)
-# Bits flipped in the base sketch: close (within 42 bits, Confirmation(0.7).max_distance,
+# Bits flipped in the base sketch: close (within 38 bits, Confirmation(0.7).max_distance,
 # of the base and of each other), around that bound, and far.
-SKETCH_FLIPS = [0, 3, 12, 19, 42, 43, 80, 128]
+SKETCH_FLIPS = [0, 3, 12, 19, 38, 39, 80, 128]
 # A short page (its sketch holds its shingles) and the shingles its edits may add.
 BASE_SHINGLES = np.random.default_rng(9).integers(0, 2**64 - 1, 60, dtype=np.uint64)
 SHORT_PAGE = -1

@@ -20,7 +20,7 @@ from scrapy_simhash.index.redis._layout import CHUNK_RECORDS  # noqa: E402
 from scrapy_simhash.index.redis import RedisIndex  # noqa: E402
 
 FP = 0xF0F0_1234_5678_9ABC
-BOUND = Confirmation(0.7).max_distance  # 42 bits: an estimate of 0.67 (SKETCH_MARGIN under)
+BOUND = Confirmation(0.7).max_distance  # 38 bits: an estimate of 0.7
 BASE = random.Random(7).randbytes(32)
 
 

@@ -77,10 +77,10 @@ def test_a_pair_with_a_longer_page_is_compared_on_the_sketch() -> None:
     assert similarity(long_sketch, tiny) < 0.5
 
 
-def test_confirmation_is_exact_at_min_similarity_and_allows_the_sketch_its_margin() -> None:
+def test_confirmation_is_exact_for_short_pages_and_by_estimate_for_others() -> None:
     confirmation = Confirmation(0.8)
     assert confirmation.exact_confirms(80, 100) and not confirmation.exact_confirms(79, 100)
-    assert confirmation.max_distance == max_sketch_distance(0.77)
+    assert confirmation.max_distance == max_sketch_distance(0.8)
     rng = np.random.default_rng(3)
     a, b = overlapping_sets(rng, 100, 0.7)  # short: exact, J = 0.7
     assert confirmation.similarity(page_sketch(a), page_sketch(b)) is None

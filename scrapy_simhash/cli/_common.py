@@ -35,8 +35,8 @@ def add_similarity_argument(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_MIN_SIMILARITY,
         metavar="J",
         help="a match within k is a near-duplicate only when the pages share at least this Jaccard "
-        "similarity of their shingles (exactly for two short pages, else as their sketches estimate it, "
-        "less 0.03; default: %(default)s; 0: no confirmation), as SIMHASH_MIN_SIMILARITY",
+        "similarity of their shingles (exactly for two short pages, else as their sketches estimate it; "
+        "default: %(default)s; 0: no confirmation), as SIMHASH_MIN_SIMILARITY",
     )
 
 

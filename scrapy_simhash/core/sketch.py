@@ -40,11 +40,11 @@ paragraph), where the sketch errs most: 0.05-0.07 at J = 0.8 for 30-130 shingles
 that one pair in five at J = 0.72 passed (measured on pages of 40-100 shingles). A page of at most :data:`EXACT_SHINGLES`
 distinct shingles therefore also stores them, 16 bits each, sorted, after its 32 bytes
 (at most 432 bytes in all); two such pages are confirmed on their exact Jaccard
-similarity, at ``min_similarity`` itself. Any other pair is confirmed by the sketch,
-which may be :data:`SKETCH_MARGIN` under it (about its standard error at 0.8: most pairs
-on the line pass). Measured on 43,000 pages of five documentation sites
-(``benchmarks/bench_scale.py``): drops at 0.5 < J < 0.8 from 32.9 to 5.8 per 1,000
-pages, recall 0.77 to 0.83 (README, "Precision at scale"). Two 16-bit values of different
+similarity, any other pair on its sketches' estimate, both at ``min_similarity``.
+Measured on 43,000 pages of five documentation sites (``benchmarks/bench_scale.py``):
+drops at 0.5 < J < 0.8 from 32.9 to 4.6 per 1,000 pages, recall 0.77 to 0.82 (README,
+"Precision at scale"; before, every pair on its sketches at 0.77, one standard error
+under the line so that pairs on it passed: a distinct page dropped costs more than a copy kept). Two 16-bit values of different
 shingles collide with probability 2**-16: a few hundredths of a shingle in a pair of
 200-shingle pages.
 
@@ -75,10 +75,6 @@ MIN_SKETCHED_SHINGLES: Final = 30
 EXACT_SHINGLES: Final = 200
 #: The most bytes a sketch takes: 32, and 2 a shingle of a short page.
 MAX_SKETCH_BYTES: Final = SKETCH_BYTES + 2 * EXACT_SHINGLES
-#: How far under ``min_similarity`` a sketch's estimate may be and still confirm a match:
-#: about its standard error at J = 0.8 (0.037), so that most pairs on the line pass and
-#: pairs at 0.7 seldom do (measured: README, "Choosing k").
-SKETCH_MARGIN: Final = 0.03
 _BIN_SHIFT = np.uint64(64 - 8)  # 256 bins: the top 8 bits of a hash
 _BIN_STARTS = np.arange(SKETCH_BITS, dtype=np.uint64) << _BIN_SHIFT
 # splitmix64's finaliser: a bin's bit depends on every bit of its minimum and position.
@@ -181,17 +177,17 @@ def estimated_similarity(distance: int) -> float:
 @dataclass(frozen=True, slots=True)
 class Confirmation:
     """When two sketches confirm a SimHash match: their pages share at least
-    ``min_similarity`` of their shingles (exactly, for two short pages), or their sketches
-    estimate at least ``min_similarity - SKETCH_MARGIN``. 0 confirms every match.
+    ``min_similarity`` of their shingles, exactly for two short pages, else as their
+    sketches estimate it. 0 confirms every match.
 
     Both tests are on integers (:attr:`min_permille`, :attr:`max_distance`), which the
     Redis scripts take as they are.
 
     >>> c = Confirmation(0.8)
     >>> c.max_distance, c.min_permille, c.exact_confirms(8, 10), c.exact_confirms(7, 10)
-    (29, 800, True, False)
+    (25, 800, True, False)
     >>> Confirmation(0.0).max_distance, Confirmation(1.0).max_distance
-    (256, 3)
+    (256, 0)
     """
 
     min_similarity: float
@@ -203,7 +199,7 @@ class Confirmation:
     @property
     def max_distance(self) -> int:
         """The most bits two sketches may differ in (:func:`max_sketch_distance`)."""
-        return max_sketch_distance(max(0.0, self.min_similarity - SKETCH_MARGIN))
+        return max_sketch_distance(self.min_similarity)
 
     @property
     def min_permille(self) -> int:
