@@ -39,8 +39,8 @@ DEFAULT_MAX_DISTANCE: Final = 3
 #: tables stop paying off).
 MAX_DISTANCE_LIMIT: Final = 8
 #: A SimHash match is a near-duplicate when the pages share at least this Jaccard
-#: similarity of their shingle sets (README, "Choosing k"): the ground truth's line.
-#: Two short pages are compared exactly; a sketch's estimate may be a little under it
+#: similarity of their shingle sets (README, "Choosing k"): the ground truth's line, exactly
+#: for two short pages, else as their sketches estimate it
 #: (:class:`~scrapy_simhash.core.sketch.Confirmation`).
 DEFAULT_MIN_SIMILARITY: Final = 0.8
 
