@@ -127,12 +127,13 @@ class DiskStore(StoreFiles):
     ) -> None:
         """Write many ADD records with two ``os.write`` calls."""
         self._check_writable()
-        encoded = [encode_key(key) + sketches.shingles(row) for row, key in enumerate(keys)]  # (lf.key_span)
+        shingles = [sketches.shingles(row) for row in range(len(keys))]
+        encoded = [encode_key(key) + tail for key, tail in zip(keys, shingles)]  # (lf.key_span)
         lengths = np.fromiter(map(len, encoded), dtype=np.uint64, count=len(encoded))
         records = np.zeros(len(encoded), dtype=lf.RECORD)
         records["fingerprint"] = fingerprints
         records["sketch"] = sketches.rows
-        records["shingles"] = [len(sketches.shingles(row)) // 2 for row in range(len(encoded))]
+        records["shingles"] = [len(tail) // 2 for tail in shingles]
         crcs = np.fromiter(map(lf.key_crc, encoded), dtype=np.uint64, count=len(encoded))
         offsets = self._write_keys(b"".join(encoded)) + np.cumsum(lengths) - lengths
         records["key_offset"] = offsets | crcs << np.uint64(lf.KEY_OFFSET_BITS)
