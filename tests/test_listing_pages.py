@@ -47,6 +47,35 @@ def test_a_big_table_of_contents_is_not_the_text_of_every_chapter() -> None:
     assert Fingerprinter().from_html(first).fingerprint != Fingerprinter().from_html(second).fingerprint
 
 
+def framed_chapter(title: str, intro: str, sections: list[str]) -> str:
+    """A texi2html chapter page: the chapter (a heading, a line, a menu of its sections) in
+    one column, the whole book's table of contents in a frame beside it."""
+    toc = "".join(f'<li><a href="/c{n}.html">{n}. Chapter {n} of the manual</a><ul>'
+                  + "".join(f'<li><a href="/c{n}s{m}.html">{n}.{m} Section {m} of chapter {n}</a></li>'
+                            for m in range(8)) + "</ul></li>" for n in range(12))
+    menu = "".join(f'<tr><td><a href="/{s}.html">{s}</a></td></tr>' for s in sections)
+    return (f'<html><body><div id="main"><h1 class="chapter">{title}</h1><p>{intro}</p>'
+            f'<table class="menu">{menu}</table></div>'
+            f'<div id="tocframe"><h4>The manual</h4><ul class="toc">{toc}</ul></div></body></html>')
+
+
+def test_a_table_of_contents_frame_is_not_the_text_of_every_chapter() -> None:
+    first = framed_chapter("2. Tutorial", "This chapter is a gentle introduction to writing your first scores.",
+                           ["Compiling a file"])
+    second = framed_chapter("3. Fundamentals", "This chapter explains the main concepts behind the input language.",
+                            ["Input files"])
+    assert "gentle introduction" in main_text(first) and "section 3 of chapter 5" not in main_text(first)
+    assert Fingerprinter().from_html(first).fingerprint != Fingerprinter().from_html(second).fingerprint
+
+
+def test_a_chapters_own_table_of_contents_stays() -> None:
+    """A DocBook chapter starts with the list of its sections (``class="toc"``): its text."""
+    toc = "".join(f'<dt><a href="#s{n}">{n}. Section {n} about topic {n}</a></dt>' for n in range(10))
+    page = (f'<html><body><div class="chapter"><h1>Chapter 8. Booting</h1><div class="toc"><dl>{toc}</dl></div>'
+            "<p>The system boots in several stages, each described below.</p></div></body></html>")
+    assert "section 4 about topic 4" in main_text(page)
+
+
 def listing(kind: str, names: list[str]) -> str:
     rows = "".join(f'<tr><td class="memItemLeft">{kind}</td><td><a href="/{n}.html">{n}</a></td></tr>'
                    for n in names)

@@ -45,7 +45,9 @@ _ID_WORDS = frozenset(
 #: Words for a page's frame that also count inside a compound word (``sitefooter``).
 _FRAME_PARTS = ("sidebar", "footer", "header", "navbar", "toolbar", "topbar", "banner", "breadcrumb",
                 "pagination", "navigation", "menu", "widget")
-_ID_PARTS = tuple(part for part in _FRAME_PARTS if part in _ID_WORDS)
+# ...and an id naming a table of contents (``tocframe``, ``toc``): a frame of links beside
+# the page, where a class of that name is often a chapter's own list of sections (DocBook).
+_ID_PARTS = (*(part for part in _FRAME_PARTS if part in _ID_WORDS), "toc")
 # ...unless the same class/id also says it is the content.
 _CONTENT_WORDS = frozenset("article articles body content contents main post posts entry entries story".split())
 _CONTENT_PARTS = ("content", "article")
