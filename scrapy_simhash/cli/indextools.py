@@ -4,7 +4,8 @@ elsewhere, rewrite a disk store with its live entries only.
 ``export`` and ``import`` speak JSON lines ``{"fingerprint": "<16 hex>", "key": "...",
 "sketch": "<hex>"}`` (``sketch``, the entry's sketch, only when it has one: 64 hex
 digits, and a short page's shingles after them; after a first ``{"signature": "..."}``
-line when the index records its fingerprint options), so a JOBDIR store can move into Redis (``export`` then ``import``) and back.
+line when the index records its fingerprint options), so a JOBDIR store can move into
+Redis (``export`` then ``import``) and back.
 """
 
 from __future__ import annotations

@@ -148,12 +148,17 @@ def shingles_of(sketch: bytes) -> npt.NDArray[np.uint16]:
     return np.frombuffer(sketch, dtype="<u2", offset=SKETCH_BYTES)
 
 
-def common_shingles(a: bytes, b: bytes) -> tuple[int, int]:
-    """How many 16-bit shingles two short pages' sketches share, and how many they hold
-    together: the exact Jaccard similarity's numerator and denominator."""
-    first, second = shingles_of(a), shingles_of(b)
+def common_shingles(first: npt.NDArray[np.uint16], second: npt.NDArray[np.uint16]) -> tuple[int, int]:
+    """How many of two short pages' 16-bit shingles (:func:`shingles_of`) they share, and
+    how many they hold together: the exact Jaccard similarity's numerator and denominator."""
     common = len(np.intersect1d(first, second, assume_unique=True))
     return common, len(first) + len(second) - common
+
+
+def exact_similarity(common: int, union: int) -> float:
+    """The Jaccard similarity of two short pages sharing *common* of their *union*
+    shingles (three decimals: the same float wherever it is computed)."""
+    return round(common / union, 3)
 
 
 def similarity(a: bytes, b: bytes) -> float:
@@ -213,9 +218,15 @@ class Confirmation:
     def similarity(self, query: bytes, stored: bytes) -> float | None:
         """The similarity of two sketches when it confirms the match, else ``None``."""
         if is_exact(query) and is_exact(stored):
-            common, union = common_shingles(query, stored)
-            return round(common / union, 3) if self.exact_confirms(common, union) else None
-        distance = sketch_distance(query, stored)
+            return self.by_shingles(*common_shingles(shingles_of(query), shingles_of(stored)))
+        return self.by_distance(sketch_distance(query, stored))
+
+    def by_shingles(self, common: int, union: int) -> float | None:
+        """:meth:`similarity` of two short pages sharing *common* of their *union* shingles."""
+        return exact_similarity(common, union) if self.exact_confirms(common, union) else None
+
+    def by_distance(self, distance: int) -> float | None:
+        """:meth:`similarity` of two sketches differing in *distance* bits (one of a longer page)."""
         return estimated_similarity(distance) if distance <= self.max_distance else None
 
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 import numpy as np
 import numpy.typing as npt
 
-from ..core.sketch import SKETCH_BYTES, Confirmation, check_sketch, is_exact
+from ..core.sketch import SKETCH_BYTES, Confirmation, check_sketch, common_shingles, is_exact, shingles_of
 from ._storage import GrowableArray
 
 
@@ -154,14 +154,19 @@ class SketchStore:
     ) -> list[tuple[bool, float | None]]:
         """Whether each row's sketch confirms a match with *sketch*, and the similarity:
         ``(True, None)`` for rows stored without one (:meth:`SimhashIndex.confirm`)."""
+        query_shingles = shingles_of(sketch) if is_exact(sketch) else None
         verdicts: list[tuple[bool, float | None]] = []
         for row, differing in zip(rows.tolist(), self.distances(rows, sketch).tolist()):
-            if differing < 0:
+            if differing < 0:  # stored without a sketch: the fingerprints alone decide
                 verdicts.append((True, None))
-            else:
-                stored = self.rows[row].tobytes() + self.shingles(row)
-                similarity = confirmation.similarity(sketch, stored)
-                verdicts.append((similarity is not None, similarity))
+                continue
+            stored = self._shingles.get(row) if query_shingles is not None else b""
+            if stored and query_shingles is not None:  # two short pages
+                stored_shingles = np.frombuffer(stored, dtype="<u2")
+                similarity = confirmation.by_shingles(*common_shingles(query_shingles, stored_shingles))
+            else:  # (the distance computed above, for all the rows at once)
+                similarity = confirmation.by_distance(differing)
+            verdicts.append((similarity is not None, similarity))
         return verdicts
 
     def compress(self, keep: npt.NDArray[np.bool_]) -> SketchStore:

@@ -4,8 +4,8 @@ Layout, with no Python object per fingerprint:
 
 * an entry's *row id* is its position in the keys and sketches, in the order added;
 * keys: one UTF-8 buffer plus end offsets (:class:`~._storage.KeyStore`);
-* sketches: 32 bytes a row, and a short page's shingles (:class:`~._storage.SketchStore`), read only for the rows
-  within ``max_distance`` of a query, to confirm them;
+* sketches: 32 bytes a row, and a short page's shingles (:class:`~._sketches.SketchStore`),
+  read only for the rows within ``max_distance`` of a query, to confirm them;
 * per table of the :class:`~._tables.TableDesign`, in bucket order, with a bucket
   directory (:class:`~._buckets.SortedBuckets`): table 0 the fingerprints and row ids
   (12 bytes a row), every other table a 32-bit slice of each fingerprint (4 bytes), so

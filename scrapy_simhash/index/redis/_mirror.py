@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ...core.sketch import estimated_similarity
+from ...core.sketch import estimated_similarity, exact_similarity
 from .._key_lookup import CrcTable
 from ._layout import pack, reply_text, unpack_crcs, unpack_fingerprints
 from ._keys import decode_stored_key
@@ -215,5 +215,5 @@ def reply_similarity(a: int, b: int) -> float | None:
     differing (-1: not compared, ``None``). The same floats as
     :meth:`~scrapy_simhash.core.sketch.Confirmation.similarity`."""
     if b:
-        return round(a / b, 3)
+        return exact_similarity(a, b)
     return None if a < 0 else estimated_similarity(a)

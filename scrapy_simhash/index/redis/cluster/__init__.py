@@ -3,10 +3,10 @@
 Each kept page is an entry (fingerprint and record id, 16 bytes) in one bucket of each
 table of Manku, Jain & Das Sarma (WWW 2007), each bucket a key with a hash tag of its
 own (:mod:`._layout`), and a record (state, stamp, sketch and a short page's shingles,
-key) in its table-0 bucket's slot, its *home*. A check reads the buckets its query visits, as the in-memory index
-does (one per table, several with wildcard bits), and the records of the entries within
-k; no crawler holds a copy of the index, and its memory and start time do not grow
-with it. Every read is of what Redis holds now: no match is reported that Redis does not
+key) in its table-0 bucket's slot, its *home*. A check reads the buckets its query
+visits, as the in-memory index does (one per table, several with wildcard bits), and the
+records of the entries within k; no crawler holds a copy of the index, and its memory
+and start time do not grow with it. Every read is of what Redis holds now: no match is reported that Redis does not
 hold, whatever a node lost in a restart.
 
 Check-and-record across slots. A page's check spans many slots, so it cannot be one
