@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from ..index.base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY
@@ -55,3 +56,9 @@ def record_id(record: dict[str, Any], args: argparse.Namespace, path: str, line_
 
 #: The input files whose records without an id were warned of.
 _WITHOUT_IDS: set[str] = set()
+
+
+def file_url(name: str) -> str:
+    """A file's ``file:`` URL, the page's URL for what reads its links (core/digests.py):
+    a saved page keeps its name, and links to its own anchors name it."""
+    return Path(name).resolve().as_uri()

@@ -13,6 +13,7 @@ from ..core.fingerprinter import Fingerprinter, FingerprintResult
 from ..core.sketch import Confirmation, is_exact, similarity
 from ..core.text import NotHtmlError
 from ._common import (
+    file_url,
     add_distance_argument,
     add_record_arguments,
     add_similarity_argument,
@@ -92,7 +93,7 @@ def run_fingerprint(args: argparse.Namespace) -> int:
             warn(f"{name}: {exc.strerror}")
             status = 1
             continue
-        print(f"{describe(fingerprinter.from_html(body))}  {name}")
+        print(f"{describe(fingerprinter.from_html(body, url=file_url(name)))}  {name}")
     if args.jsonl:
         progress = Progress("fingerprint", ("skipped",), enabled=not args.quiet)
         for line_number, record in read_pages(args.jsonl):
@@ -117,7 +118,7 @@ def run_compare(args: argparse.Namespace) -> int:
         except OSError as exc:
             warn(f"{name}: {exc.strerror}")
             return 2
-        results.append(fingerprinter.from_html(bodies[-1]))
+        results.append(fingerprinter.from_html(bodies[-1], url=file_url(name)))
         print(f"{describe(results[-1])}  {name}")
         if results[-1].fingerprint is None:
             warn(f"compare: {name}: not fingerprinted ({results[-1].skip_reason})")
@@ -142,9 +143,9 @@ def run_compare(args: argparse.Namespace) -> int:
 def print_diff(fingerprinter: Fingerprinter, first: str, second: str, *bodies: bytes) -> None:
     """Where the two pages' main texts (as fingerprinted, a block a line) differ."""
     texts = []
-    for body in bodies:
+    for name, body in zip((first, second), bodies):
         try:
-            texts.append(fingerprinter.main_blocks(body))
+            texts.append(fingerprinter.main_blocks(body, url=file_url(name)))
         except NotHtmlError:
             texts.append([])
     print("\n".join(difflib.unified_diff(*texts, fromfile=first, tofile=second, lineterm="")) or "(same main text)")

@@ -9,9 +9,10 @@ from typing import Any
 
 from lxml import etree
 
-from ..core import text
+from ..core import digests, text
 from ..core.boilerplate import boilerplate_elements, is_credit_line
 from ..core.fingerprinter import Fingerprinter, content_blocks
+from ._common import file_url
 from ._io import warn
 from ._options import add_fingerprint_arguments, fingerprinter_from_args
 
@@ -38,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"==> {name} <==")
         try:
             body = Path(name).read_bytes()
-            lines = annotated(fingerprinter, body) if args.verbose else fingerprinter.main_blocks(body)
+            url = file_url(name)
+            lines = annotated(fingerprinter, body, url) if args.verbose else fingerprinter.main_blocks(body, url=url)
         except OSError as exc:
             warn(f"text: {name}: {exc.strerror}")
             status = 1
@@ -51,12 +53,18 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def annotated(fingerprinter: Fingerprinter, html: bytes) -> list[str]:
+def annotated(fingerprinter: Fingerprinter, html: bytes, url: str | None = None) -> list[str]:
     """Every visible block of the page, in order: ``+ block`` when it is fingerprinted,
     ``- block  [why]`` when it is left out."""
-    kept = Counter(fingerprinter.main_blocks(html))
-    body = text.body_of(text.parse_html(html))
+    kept = Counter(fingerprinter.main_blocks(html, url=url))
+    root = text.parse_html(html, strip_invisible=False)
+    copied = digests.digest_parts(root, url)
+    text.strip_invisible_elements(root)
+    body = text.body_of(root)
     reasons = _boilerplate_reasons(body)
+    for part in copied:
+        for block in content_blocks(text.split_blocks(part)):
+            reasons[block] = _DIGEST
     lines = []
     for raw in text.split_blocks(body):
         normalised = content_blocks([raw])
@@ -85,7 +93,13 @@ def _boilerplate_reasons(body: etree._Element) -> dict[str, str]:
 _NAMING = ("class", "id", "role", "style", "hidden", "aria-hidden")
 
 
+#: The reason of a block in a part that copies another document's entries.
+_DIGEST = "digest"
+
+
 def _why_left_out(raw: str, boilerplate: str | None) -> str:
+    if boilerplate == _DIGEST:
+        return "copies another page's entries, linking to them (a digest)"
     if boilerplate is not None:
         return f"boilerplate: inside {boilerplate}"
     if is_credit_line(raw.strip()):

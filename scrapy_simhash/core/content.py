@@ -3,6 +3,7 @@
 A few cheap passes (C-level scans of the tree; Python touches only containers, never
 the thousands of inline ``<span>`` of a code listing):
 
+0. Leave out the parts that copy another document's entries (:mod:`.digests`).
 1. *Prune* boilerplate by its role (:mod:`.boilerplate`): semantic tags, ARIA
    landmarks, hidden elements, Readability-style class/id names.
 2. *Locate* the main content by text density (:func:`.descent.main_container`): from
@@ -28,7 +29,7 @@ from collections.abc import Callable
 import lxml
 from lxml import etree
 
-from . import boilerplate, descent, names, textsize
+from . import boilerplate, descent, digests, names, textsize
 from .boilerplate import is_credit_line, prune_boilerplate
 from .descent import main_container
 from .text import BLOCK_BOUNDARY, BLOCK_TAGS, CELL_TAGS, INVISIBLE_TAGS, body_of, split_blocks, strip_invisible_elements
@@ -62,17 +63,18 @@ def kernel() -> str:
     return "python" if _extract is None else "c"
 
 
-def extract_main_blocks(root: etree._Element) -> list[str]:
-    """The text blocks of the main content of a parsed page (see the module doc).
+def extract_main_blocks(root: etree._Element, url: str | None = None) -> list[str]:
+    """The text blocks of the main content of a parsed page (see the module doc), at
+    *url* if known (:mod:`.digests` tells the page's own links by it).
 
     Invisible elements (:data:`.text.INVISIBLE_TAGS`) are left out, whether *root*
     still has them or not (``parse_html(..., strip_invisible=False)``).
     """
-    blocks = extract_leaving_tree(root)
-    return blocks if blocks is not None else _extract_in_python(root)
+    blocks = extract_leaving_tree(root, url)
+    return blocks if blocks is not None else _extract_in_python(root, url)
 
 
-def extract_leaving_tree(root: etree._Element) -> list[str] | None:
+def extract_leaving_tree(root: etree._Element, url: str | None = None) -> list[str] | None:
     """:func:`extract_main_blocks` without modifying the tree, or None when that cannot be
     done here: the C code was not built, or the tree holds what it does not model (entity
     references, line numbers past 65534). For a tree that is someone else's too, such as
@@ -81,12 +83,13 @@ def extract_leaving_tree(root: etree._Element) -> list[str] | None:
     if _extract is None:
         return None
     try:
-        return without_repeats(_extract.main_blocks(root))
+        return without_repeats(_extract.main_blocks(root, digests.page_document(url)))
     except _extract.Unsupported:
         return None
 
 
-def _extract_in_python(root: etree._Element) -> list[str]:
+def _extract_in_python(root: etree._Element, url: str | None = None) -> list[str]:
+    digests.remove_digests(root, url)  # first: its measures count the text of scripts, as the C code does
     strip_invisible_elements(root)  # a walk of the tree, when it was stripped already
     body = body_of(root)
     prune_boilerplate(body)
@@ -177,6 +180,7 @@ def _configure_c_code() -> None:
     counts = (descent.MAX_CONTESTANTS, textsize.MAX_SIZED_AT_ONCE, boilerplate.MIN_SECTION_PROSE)
     credit = (is_credit_line, boilerplate.CREDIT_BRACKETS, boilerplate.CREDIT_FIRST_LETTERS)
     _extract.configure(tags, names.attributes_say_boilerplate, credit, shares, counts)
+    _extract.configure_digests(digests.MIN_ENTRIES, digests.COVER, digests.MAX_CHARS_PER_LINK)
 
 
 def c_code_mismatch(built: tuple[str, int], running: tuple[str, int]) -> str | None:

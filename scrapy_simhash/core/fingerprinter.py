@@ -89,27 +89,28 @@ class Fingerprinter:
     ) -> FingerprintResult:
         """Fingerprint a page; *encoding* is the HTTP-declared one, if any."""
         try:
-            raw_blocks, title = self._raw_blocks(html, encoding)
+            raw_blocks, title = self._raw_blocks(html, encoding, url)
         except text.NotHtmlError as exc:
             return FingerprintResult(None, skip_reason=exc.reason)
         return self._from_raw_blocks(raw_blocks, title, url)
 
-    def main_blocks(self, html: bytes | str, *, encoding: str | None = None) -> list[str]:
+    def main_blocks(self, html: bytes | str, *, encoding: str | None = None, url: str | None = None) -> list[str]:
         """The text blocks of a page as :meth:`from_html` fingerprints them: its main text,
         normalised (the template memory aside). What "why was this page dropped?" reads.
 
         Raise :class:`~.text.NotHtmlError` (``.reason``) when it is not a page.
         """
-        raw_blocks, title = self._raw_blocks(html, encoding)
+        raw_blocks, title = self._raw_blocks(html, encoding, url)
         return self._fingerprinted_text(content_blocks(raw_blocks), title)
 
-    def _raw_blocks(self, html: bytes | str, encoding: str | None) -> tuple[list[str], str]:
+    def _raw_blocks(self, html: bytes | str, encoding: str | None, url: str | None) -> tuple[list[str], str]:
         """The extractor's blocks of a page, and its title (read first: it is in <head>)."""
         root = text.parse_html(html, encoding=encoding, strip_invisible=False)
         title = text.page_title(root)
-        # Our extractor leaves invisible elements out itself (in C, without a walk of the tree).
-        if self._extract is not content.extract_main_blocks:
-            text.strip_invisible_elements(root)
+        if self._extract is content.extract_main_blocks:
+            # (Which leaves invisible elements out itself, in C, without a walk of the tree.)
+            return content.extract_main_blocks(root, url), title
+        text.strip_invisible_elements(root)
         return self._extract(root), title
 
     def from_tree(
@@ -132,7 +133,7 @@ class Fingerprinter:
         except text.NotHtmlError as exc:
             return FingerprintResult(None, skip_reason=exc.reason)
         root = tree() if whole else None
-        raw = content.extract_leaving_tree(root) if root is not None else None
+        raw = content.extract_leaving_tree(root, url) if root is not None else None
         if raw is None:
             return self.from_html(html, url=url)
         return self._from_raw_blocks(raw, text.page_title(root), url)

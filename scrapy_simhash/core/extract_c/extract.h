@@ -110,7 +110,8 @@ typedef struct {
 enum { BOUNDARY_MARK = 0x80, OPEN_MARK = 0x81, CLOSE_MARK = 0x82 };
 static const char BOUNDARY[] = "\xEE\x80\x80", OPEN[] = "\xEE\x80\x81", CLOSE[] = "\xEE\x80\x82";
 
-INTERNAL int extract_flatten(Tree *tree, const xmlNode *root);
+/* Walk `root` into events, leaving out the subtrees of `skipped` (n_skipped of them). */
+INTERNAL int extract_flatten(Tree *tree, const xmlNode *root, const xmlNode *const *skipped, int n_skipped);
 INTERNAL Py_ssize_t extract_find_marker(const char *s, Py_ssize_t from, Py_ssize_t length, unsigned char first,
                                         unsigned char last);
 INTERNAL int extract_append(Buffer *buffer, const char *data, Py_ssize_t length);
@@ -139,6 +140,35 @@ INTERNAL int extract_prune(Tree *tree);
 INTERNAL void extract_forget_verdicts(void);
 INTERNAL int extract_main_container(Tree *tree, int prose, long total, int *behind, int *n_behind);
 INTERNAL PyObject *extract_blocks(const Tree *tree, const int *kept, int n_kept, int links_are_content);
+
+/* ---- Digests of other documents (digest.c) ---- */
+
+typedef struct {
+    long min_entries;          /* digests.MIN_ENTRIES */
+    double cover;              /* digests.COVER */
+    double max_chars_per_link; /* digests.MAX_CHARS_PER_LINK */
+} DigestRules;
+
+INTERNAL extern DigestRules extract_digest_rules;
+#define MAX_DIGESTS 64 /* a page with more runs the Python code */
+
+/* A link into an anchor of another document (links.c). */
+typedef struct {
+    const xmlNode *node;
+    const char *target; /* the path it points into, not NUL-terminated */
+    Py_ssize_t length;
+    uint64_t hash; /* of the target */
+    int order;     /* document order */
+} Anchored;
+
+INTERNAL int extract_is_element(const xmlNode *node, char name);
+INTERNAL int extract_is_named(const xmlNode *node, const char *name);
+INTERNAL const xmlNode *extract_next_in(const xmlNode *node, const xmlNode *top);
+INTERNAL const char *extract_href_of(const xmlNode *link, int *unsupported);
+INTERNAL int extract_other_document(const char *href, const char *own, const char **target, Py_ssize_t *length);
+INTERNAL int extract_same_target(const Anchored *a, const Anchored *b);
+INTERNAL int extract_anchored_links(const xmlNode *root, const char *own, Anchored **links);
+INTERNAL int extract_find_digests(const xmlNode *root, const char *own, const xmlNode **parts);
 
 /* ---- Normalised blocks (collapse.c) ---- */
 

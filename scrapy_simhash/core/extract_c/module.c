@@ -74,8 +74,13 @@ release(Tree *tree)
 }
 
 static PyObject *
-main_blocks(PyObject *module, PyObject *root)
+main_blocks(PyObject *module, PyObject *args)
 {
+    PyObject *root;
+    const char *own = NULL;
+    if (!PyArg_ParseTuple(args, "O|z:main_blocks", &root, &own)) {
+        return NULL;
+    }
     if (extract_rules.tags == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
         return NULL;
@@ -89,13 +94,18 @@ main_blocks(PyObject *module, PyObject *root)
         PyErr_SetString(extract_unsupported, "not an element node");
         return NULL;
     }
+    const xmlNode *digests[MAX_DIGESTS];
+    int n_digests = extract_find_digests(node, own, digests);
+    if (n_digests < 0) {
+        return NULL;
+    }
     const xmlNode *body = find_body(node);
-    Tree own = {0}, *tree = kept_tree_in_use ? &own : &kept_tree;
+    Tree own_tree = {0}, *tree = kept_tree_in_use ? &own_tree : &kept_tree;
     kept_tree_in_use = 1;
     tree->n_events = tree->n_elements = tree->n_texts = 0;
     PyObject *blocks = NULL;
     int *behind = NULL;
-    if (extract_flatten(tree, body) == 0) {
+    if (extract_flatten(tree, body, digests, n_digests) == 0) {
         behind = PyMem_Malloc(sizeof(int) * ((size_t)tree->n_elements + 1));
         blocks = behind ? extract(tree, behind) : PyErr_NoMemory();
     }
@@ -137,8 +147,27 @@ configure(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *
+configure_digests(PyObject *module, PyObject *args)
+{
+    DigestRules rules;
+    if (!PyArg_ParseTuple(args, "ldd:configure_digests", &rules.min_entries, &rules.cover, &rules.max_chars_per_link)) {
+        return NULL;
+    }
+    if (rules.min_entries < 1 || !(rules.cover > 0.0 && rules.cover <= 1.0)) {
+        PyErr_SetString(PyExc_ValueError, "min_entries must be positive and cover in (0, 1]");
+        return NULL;
+    }
+    extract_digest_rules = rules;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
-    {"main_blocks", main_blocks, METH_O, "content.extract_main_blocks(root), without modifying the tree."},
+    {"main_blocks", main_blocks, METH_VARARGS,
+     "main_blocks(root, own=None): content.extract_main_blocks(root, url) without modifying the tree; own is "
+     "digests.page_document(url)."},
+    {"configure_digests", configure_digests, METH_VARARGS,
+     "configure_digests(min_entries, cover, max_chars_per_link): the constants of digests.py."},
     {"collapse_blocks", extract_collapse_blocks, METH_VARARGS,
      "collapse_blocks(joined, boundary, need_letter): text.normalize_blocks after its NFKC and case-folding."},
     {"block_keys", extract_block_keys, METH_VARARGS,

@@ -138,9 +138,21 @@ cached_flags(TagCache *cache, const xmlNode *node)
     return flags;
 }
 
-/* Walk the subtree of `root` in document order into events; -1 with an exception. */
+static int
+is_skipped(const xmlNode *node, const xmlNode *const *skipped, int n_skipped)
+{
+    for (int i = 0; i < n_skipped; i++) {
+        if (skipped[i] == node) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Walk the subtree of `root` in document order into events, without the subtrees of
+ * `skipped` (their tails stay, as digests.remove_digests leaves them); -1 with an exception. */
 int
-extract_flatten(Tree *tree, const xmlNode *root)
+extract_flatten(Tree *tree, const xmlNode *root, const xmlNode *const *skipped, int n_skipped)
 {
     TagCache cache = {{0}, {0}};
     const xmlNode *node = root;
@@ -154,6 +166,9 @@ extract_flatten(Tree *tree, const xmlNode *root)
             unsigned flags = cached_flags(&cache, node);
             if (flags != (unsigned)-1 && (flags & INVISIBLE) && node != root) {
                 goto next; /* as if stripped: its subtree out, its tail in */
+            }
+            if (n_skipped > 0 && node != root && is_skipped(node, skipped, n_skipped)) {
+                goto next;
             }
             int index = flags == (unsigned)-1 ? -1 : add_element(tree, node, parent, flags);
             if (index < 0 || (tree->elements[index].start = add_event(tree, START, index)) < 0) {
