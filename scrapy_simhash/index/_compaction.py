@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from . import _logfile as lf
 from ._disk_records import gather_keys
+from ._key_lookup import key_crcs
 from ._files import fsync_directory, write_all
 
 NEW = ".new"
@@ -86,11 +87,8 @@ def compact(
 
 
 def _crcs(data: bytes, ends: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-    """The key CRCs of keys stored back to back (a format 2 store has none)."""
-    view, bounds = memoryview(data), [0, *ends.tolist()]
-    return np.fromiter(
-        (lf.key_crc(view[a:b]) for a, b in zip(bounds, bounds[1:])), dtype=np.uint64, count=len(ends)
-    )
+    """The key CRCs of keys stored back to back, as records hold them (a format 2 store has none)."""
+    return np.array(key_crcs(data, ends), dtype=np.uint64) & np.uint64(lf.KEY_CRC_MASK)
 
 
 def _write_synced(path: str, parts: Iterable[bytes]) -> None:

@@ -85,7 +85,7 @@ _MASK64 = (1 << 64) - 1
 #: The key offset word: the offset in its low bits (1 TiB of keys), a CRC of the key above.
 KEY_OFFSET_BITS = 40
 KEY_OFFSET_MASK = (1 << KEY_OFFSET_BITS) - 1
-_KEY_CRC_MASK = (1 << (64 - KEY_OFFSET_BITS)) - 1
+KEY_CRC_MASK = (1 << (64 - KEY_OFFSET_BITS)) - 1
 RESET_HINT = "delete it, or reset it (SIMHASH_INDEX_RESET=True in a crawl, import --reset on the command line)"
 # Format 1 is readable but useless now: without sketches no match can be confirmed.
 _FORMAT_1_HINT = (
@@ -119,7 +119,7 @@ def check_values(records: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
 
 def key_crc(data: bytes | memoryview) -> int:
     """The part of a key's CRC-32 its record holds."""
-    return zlib.crc32(data) & _KEY_CRC_MASK
+    return zlib.crc32(data) & KEY_CRC_MASK
 
 
 def key_word(offset: int, crc: int) -> int:

@@ -122,6 +122,11 @@ class KeyStore:
     def ends(self) -> npt.NDArray[np.uint64]:
         return self._ends.values
 
+    @property
+    def buffer(self) -> bytearray:
+        """The UTF-8 buffer itself, to read in place (it grows: hold no view across a write)."""
+        return self._data
+
     def __len__(self) -> int:
         return len(self._ends)
 
