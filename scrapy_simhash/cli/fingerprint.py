@@ -13,10 +13,10 @@ from ..core.fingerprinter import Fingerprinter, FingerprintResult
 from ..core.sketch import Confirmation, is_exact, similarity
 from ..core.text import NotHtmlError
 from ._common import (
-    file_url,
     add_distance_argument,
     add_record_arguments,
     add_similarity_argument,
+    file_url,
     record_id,
 )
 from ._io import Progress, read_pages, warn, write_jsonl

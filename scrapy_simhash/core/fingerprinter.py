@@ -97,6 +97,8 @@ class Fingerprinter:
     def main_blocks(self, html: bytes | str, *, encoding: str | None = None, url: str | None = None) -> list[str]:
         """The text blocks of a page as :meth:`from_html` fingerprints them: its main text,
         normalised (the template memory aside). What "why was this page dropped?" reads.
+        Give the page's *url* as :meth:`from_html` got it: it tells the page's links to its
+        own anchors from links into other pages (:mod:`.digests`).
 
         Raise :class:`~.text.NotHtmlError` (``.reason``) when it is not a page.
         """
