@@ -9,6 +9,7 @@ each with the first paragraph of its documentation and links into the trait's pa
 from __future__ import annotations
 
 import copy
+import random
 from pathlib import Path
 
 import pytest
@@ -171,3 +172,42 @@ def test_the_text_command_says_which_blocks_a_digest_left_out(tmp_path: Path) ->
     lines = annotated(Fingerprinter(), page.read_bytes(), file_url(str(page)))
     assert "+ struct std::iter::type1" in lines
     assert "- fn method_0(&self) -> usize  [copies another page's entries, linking to them (a digest)]" in lines
+
+
+def _digest_like_page(rng: random.Random) -> str:
+    """Entries linking into one document, with strays: other targets, repeated texts, filler
+    around the density limit, one or two paragraphs an entry or none."""
+    target = rng.choice(["t.html", "../t.html", "page.html", "http://o.example/t.html", " t.html?q=1 "])
+    strays = ["#m{}", "t.html#", "javascript:x#{}", "u.html#m{}", "page.html;s=1#m{}", "", "?#{}"]
+    entries = []
+    for number in range(rng.randrange(15, 60)):
+        href = f"{target}#m{number}" if rng.random() < 0.85 else rng.choice(strays).format(number)
+        name = f"m{number}" if rng.random() < 0.9 else "same"
+        wrap = rng.choice(["p", "p", "div", "li"])
+        entries.append(f"<div><h4><a href='{href}'>{name}</a></h4><{wrap}>{'word ' * rng.randrange(25)}"
+                       f"<a href='{href}'>Read more</a></{wrap}></div>")
+    own = f"<p>{'own text ' * rng.randrange(1, 40)}<a href='t.html#intro'>t</a></p>"
+    return f"<html><body><main>{own}<div class='items'>{''.join(entries)}</div>{own}</main></body></html>"
+
+
+@pytest.mark.skipif(content.kernel() != "c", reason="the C extraction was not built")
+def test_c_and_python_agree_on_random_digest_like_pages() -> None:
+    rng = random.Random(16)
+    found = 0
+    for _ in range(150):
+        page = _digest_like_page(rng)
+        for url in (None, "http://x/page.html", "http://x/t.html"):
+            in_c, in_python = c_and_python_blocks(page, url)
+            assert in_c == in_python, (url, page)
+            found += bool(digests.digest_parts(root_of(page), url))
+    assert 100 < found < 450  # both kinds of page were drawn
+
+
+@pytest.mark.skipif(content.kernel() != "c", reason="the C extraction was not built")
+def test_a_page_of_more_digests_than_the_c_code_holds_runs_the_python_code() -> None:
+    page = type_page(1, "".join(trait_methods(f"trait.T{number}.html") for number in range(65)))
+    root = root_of(page)
+    assert len(digests.digest_parts(root, None)) == 65
+    assert content.extract_leaving_tree(root, None) is None  # (MAX_DIGESTS: 64)
+    assert content.extract_main_blocks(root_of(page), None) == content._extract_in_python(root_of(page), None)
+    assert "struct std::iter::type1" in [block.lower() for block in content.extract_main_blocks(root_of(page))]
