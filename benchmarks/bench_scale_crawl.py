@@ -1,6 +1,6 @@
 """How much of a big real site a Scrapy crawl with scrapy-simhash still reaches.
 
-    python benchmarks/bench_scale_crawl.py [--site statsmodels] [--max-pages 5000]
+    python benchmarks/bench_scale_crawl.py [--site statsmodels] [--max-pages 5000] [--set SIMHASH_MIN_SIMILARITY=0.85]
 
 A false drop costs more than the page: the middleware does not follow a dropped page's
 links, so the pages only it links to are lost too. This serves one site of
@@ -10,6 +10,8 @@ first ``--max-pages`` pages in crawl order; its redirects answered with 301, any
 reach at all) and with ``ADDONS = {"scrapy_simhash.Addon": 300}`` and default settings (drop
 mode). The spider starts at the site's start page, follows every link within the site
 (breadth-first: ``DEPTH_PRIORITY = 1``, FIFO queues) and yields one item per page.
+``--set NAME=VALUE`` (repeatable) adds a setting to the crawls with the add-on (a JSON value,
+or else a string).
 
 A page is *distinct* when no other served page has J >= 0.8 with it (the 5-token shingles of
 the reference main texts, as in ``bench_scale.py``); it is *reached* when the spider's
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -174,6 +177,8 @@ def run_child(start_url: str, mode: str) -> None:
         "DEPTH_PRIORITY": 1, "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
         "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue", **MODES[mode],
     }
+    if MODES[mode]:
+        settings.update(json.loads(os.environ.get(_EXTRA_SETTINGS, "{}")))
     process = CrawlerProcess(settings)
     crawler = process.create_crawler(SiteSpider)
     process.crawl(crawler)
@@ -188,11 +193,15 @@ def _path(url: str) -> str:
     return unquote(urlsplit(url).path).lstrip("/")
 
 
-def crawl(start_url: str, mode: str) -> tuple[dict[str, Any], float]:
+#: Where a crawl's process finds the --set settings (JSON).
+_EXTRA_SETTINGS = "BENCH_SCALE_CRAWL_SETTINGS"
+
+
+def crawl(start_url: str, mode: str, extra: dict[str, Any]) -> tuple[dict[str, Any], float]:
     """One crawl in a fresh process: its answer and its wall time."""
     started = time.monotonic()
-    done = subprocess.run([sys.executable, __file__, "--child", start_url, mode],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, __file__, "--child", start_url, mode], capture_output=True, text=True,
+                          check=True, env={**os.environ, _EXTRA_SETTINGS: json.dumps(extra)})
     return json.loads(done.stdout.strip().splitlines()[-1]), time.monotonic() - started
 
 
@@ -240,8 +249,24 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--follow-dropped", action="store_true",
                         help="also crawl with SIMHASH_FOLLOW_DROPPED = True (a third crawl)")
     parser.add_argument("--json", type=Path, help="write the numbers and the lost pages to this file")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting of the crawls with the add-on, e.g. SIMHASH_MIN_SIMILARITY=0.85")
     parser.add_argument("--child", nargs=2, metavar=("URL", "MODE"), help=argparse.SUPPRESS)
     return parser.parse_args()
+
+
+def extra_settings(assignments: list[str]) -> dict[str, Any]:
+    """``NAME=VALUE`` pairs as settings: VALUE as JSON when it parses, else as a string."""
+    settings: dict[str, Any] = {}
+    for assignment in assignments:
+        name, equals, value = assignment.partition("=")
+        if not equals or not name:
+            raise SystemExit(f"--set {assignment!r}: expected NAME=VALUE")
+        try:
+            settings[name] = json.loads(value)
+        except json.JSONDecodeError:
+            settings[name] = value
+    return settings
 
 
 def main() -> None:
@@ -256,7 +281,7 @@ def main() -> None:
     print(f"{pages.name}: {len(pages.html)} pages served on {start_url}, {len(distinct)} distinct "
           f"(no other page with J >= {bench_scale.DUP})")
     modes = [mode for mode in MODES if args.follow_dropped or "follow" not in mode]
-    crawls = {mode: crawl(start_url, mode) for mode in modes}
+    crawls = {mode: crawl(start_url, mode, extra_settings(args.set)) for mode in modes}
     server.shutdown()
     summary = report(pages, distinct, crawls, args.show)
     if args.json:
