@@ -17,7 +17,7 @@ from conftest import RecordingSpider, crawl, local_url
 from lxml import etree
 from serve_demo import start_server
 
-from scrapy_simhash import Fingerprinter, NearDuplicatePage, hamming_distance
+from scrapy_simhash import Fingerprinter, NearDuplicatePage, hamming_distance, main_text
 from scrapy_simhash.cli._common import file_url
 from scrapy_simhash.cli.text import annotated
 from scrapy_simhash.core import content, digests, text
@@ -97,6 +97,12 @@ def test_sibling_types_are_distinct_once_the_copies_are_left_out() -> None:
 )
 def test_what_is_not_a_digest(methods: str, why: str) -> None:
     assert digests.digest_parts(root_of(type_page(1, methods)), "http://rust.test/struct.Type1.html") == [], why
+
+
+def test_main_text_takes_the_url_as_from_html_does() -> None:
+    page = type_page(1, trait_methods("struct.Type1.html"))
+    assert "read more" in main_text(page, url="http://rust.test/struct.Type1.html")
+    assert "read more" not in main_text(page)
 
 
 def test_links_into_the_page_itself_by_its_file_name_are_its_own() -> None:

@@ -230,15 +230,16 @@ def python_stages() -> list[str]:
     return [stage for stage, kernel in kernels.items() if kernel != "c"]
 
 
-def main_text(html: bytes | str, options: FingerprintOptions | None = None) -> str:
-    """The main text of a page as it is fingerprinted, a block a line (``""`` for what is
-    not a page): ``scrapy-simhash text`` in Python.
+def main_text(html: bytes | str, options: FingerprintOptions | None = None, *, url: str | None = None) -> str:
+    """The main text of a page (at *url*, if known: see :meth:`Fingerprinter.main_blocks`)
+    as it is fingerprinted, a block a line (``""`` for what is not a page):
+    ``scrapy-simhash text`` in Python.
 
     >>> main_text("<html><body><nav><a href=/>Home</a></nav><p>Hello,   World!</p></body></html>")
     'hello, world!'
     """
     try:
-        return "\n".join(Fingerprinter(options).main_blocks(html))
+        return "\n".join(Fingerprinter(options).main_blocks(html, url=url))
     except text.NotHtmlError:
         return ""
 
