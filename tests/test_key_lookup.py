@@ -7,18 +7,18 @@ import random
 import pytest
 
 from scrapy_simhash.index import _merge
-from scrapy_simhash.index._key_lookup import CrcTable, KeyLookup, key_crc, key_crcs
+from scrapy_simhash.index._key_lookup import CrcTable, KeyLookup, crcs_of_keys, key_crc
 from scrapy_simhash.index._storage import KeyStore
 from scrapy_simhash.index.brute import BruteForceIndex
 from scrapy_simhash.index.memory import MemoryIndex
 
 
 @pytest.mark.parametrize("start", [0, 1, 3, 5, 6])
-def test_key_crcs_in_one_pass_are_each_keys_crc(start: int) -> None:
+def test_crcs_of_keys_in_one_pass_are_each_keys_crc(start: int) -> None:
     keys = KeyStore.from_keys(["https://a.example/x", "", "ü/é?q=1#f", "https://a.example/x", "中文/页面", "z"])
-    assert key_crcs(keys.buffer, keys.ends, start) == [key_crc(keys.encoded(row)) for row in range(start, len(keys))]
+    assert crcs_of_keys(keys.buffer, keys.ends, start) == [key_crc(keys.encoded(row)) for row in range(start, len(keys))]
     keys.extend(["after a view was held"])  # the buffer still grows: no view outlives the call
-    assert key_crcs(keys.buffer, keys.ends, 6) == [key_crc("after a view was held".encode())]
+    assert crcs_of_keys(keys.buffer, keys.ends, 6) == [key_crc("after a view was held".encode())]
 
 
 def test_crc_table_finds_every_row_across_merges_and_cuts() -> None:

@@ -188,7 +188,7 @@ def prune_boilerplate(body: etree._Element) -> None:
         for element in doomed:
             parent = element.getparent()
             if parent is not None:
-                _remove_keeping_tail(parent, element)
+                remove_keeping_tail(parent, element)
         return
     limit = MAX_PRUNED_SHARE * _text_chars(body)
     for element in doomed:
@@ -198,7 +198,7 @@ def prune_boilerplate(body: etree._Element) -> None:
         chars = _text_chars(element)
         if chars > limit and _link_chars(element) <= MAX_LINK_SHARE * chars:
             continue  # too big to be boilerplate, and not a list of links
-        _remove_keeping_tail(parent, element)
+        remove_keeping_tail(parent, element)
 
 
 def _link_chars(element: etree._Element) -> int:
@@ -223,7 +223,8 @@ def _all_small(body: etree._Element, doomed: list[etree._Element]) -> bool:
     return max(sizes) <= MAX_PRUNED_SHARE * outermost
 
 
-def _remove_keeping_tail(parent: etree._Element, element: etree._Element) -> None:
+def remove_keeping_tail(parent: etree._Element, element: etree._Element) -> None:
+    """Remove *element* from *parent*, keeping its tail text (what follows it) in place."""
     tail = element.tail
     if tail:
         previous = element.getprevious()

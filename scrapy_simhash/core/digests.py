@@ -36,6 +36,8 @@ from collections import Counter
 
 from lxml import etree
 
+from .boilerplate import remove_keeping_tail
+
 __all__ = ["COVER", "MAX_CHARS_PER_LINK", "MIN_ENTRIES", "digest_parts", "page_document", "remove_digests"]
 
 #: Entries (links with different texts, paragraphs) of the smallest digest.
@@ -88,7 +90,7 @@ def remove_digests(root: etree._Element, url: str | None = None) -> int:
     for part in digest_parts(root, url):
         parent = part.getparent()
         if parent is not None and part.tag not in ("html", "body"):
-            _drop_keeping_tail(part, parent)
+            remove_keeping_tail(parent, part)
             removed += 1
     return removed
 
@@ -160,14 +162,3 @@ def _document_name(path: str) -> str:
 
 def _text(element: etree._Element) -> str:
     return str(_TEXT(element))
-
-
-def _drop_keeping_tail(element: etree._Element, parent: etree._Element) -> None:
-    tail = element.tail
-    previous = element.getprevious()
-    parent.remove(element)
-    if tail:
-        if previous is not None:
-            previous.tail = (previous.tail or "") + tail
-        else:
-            parent.text = (parent.text or "") + tail

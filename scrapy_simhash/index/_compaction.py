@@ -28,8 +28,8 @@ import numpy.typing as npt
 
 from . import _logfile as lf
 from ._disk_records import gather_keys
-from ._key_lookup import key_crcs
 from ._files import fsync_directory, write_all
+from ._key_lookup import crcs_of_keys
 
 NEW = ".new"
 #: Fewer dead records than this are left alone: rewriting a small store on every open
@@ -88,7 +88,7 @@ def compact(
 
 def _crcs(data: bytes, ends: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """The key CRCs of keys stored back to back, as records hold them (a format 2 store has none)."""
-    return np.array(key_crcs(data, ends), dtype=np.uint64) & np.uint64(lf.KEY_CRC_MASK)
+    return np.array(crcs_of_keys(data, ends), dtype=np.uint64) & np.uint64(lf.KEY_CRC_MASK)
 
 
 def _write_synced(path: str, parts: Iterable[bytes]) -> None:

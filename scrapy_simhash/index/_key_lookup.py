@@ -33,7 +33,7 @@ def key_crc(stored_key: bytes | bytearray) -> int:
     return zlib.crc32(stored_key)
 
 
-def key_crcs(data: bytes | bytearray, ends: npt.NDArray[np.uint64], start: int = 0) -> list[int]:
+def crcs_of_keys(data: bytes | bytearray, ends: npt.NDArray[np.uint64], start: int = 0) -> list[int]:
     """:func:`key_crc` of keys ``start...`` of *data*, keys stored back to back that end at
     *ends*: in one pass over views of the buffer (~0.25 µs a key, where one
     :meth:`KeyStore.encoded` a key took ~1.4 µs: the 14 s a 10M-page index spent on its
@@ -173,7 +173,7 @@ class KeyLookup:
     def rows_of(self, key: str, keys: KeyStore) -> list[int]:
         """The rows of *keys* that hold *key*, oldest first."""
         if self._table.rows < len(keys):
-            self._table.extend(key_crcs(keys.buffer, keys.ends, self._table.rows))
+            self._table.extend(crcs_of_keys(keys.buffer, keys.ends, self._table.rows))
         encoded = encode_key(key)
         return [row for row in self._table.rows_with(key_crc(encoded)) if keys.encoded(row) == encoded]
 
