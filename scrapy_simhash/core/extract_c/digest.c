@@ -20,18 +20,21 @@ utf8_chars(const xmlChar *s)
     return chars;
 }
 
-/* Characters of the string() of `top`, and its text into `buffer` when one is given;
- * -1 with an exception at an entity reference (the Python code must run). */
+/* Characters of the string() of `top`, the walk stopped once past `limit`; its text into
+ * `buffer` and its descendant <p> elements counted into `paragraphs`, when given; -1 with
+ * an exception at an entity reference (the Python code must run). */
 static long
-text_of(const xmlNode *top, Buffer *buffer)
+text_of(const xmlNode *top, double limit, Buffer *buffer, long *paragraphs)
 {
     long chars = 0;
-    for (const xmlNode *node = top; node != NULL; node = extract_next_in(node, top)) {
+    for (const xmlNode *node = top; node != NULL && (double)chars <= limit; node = extract_next_in(node, top)) {
         if (node->type == XML_ENTITY_REF_NODE) {
             PyErr_SetString(extract_unsupported, "an entity reference");
             return -1;
         }
-        if ((node->type == XML_TEXT_NODE || node->type == XML_CDATA_SECTION_NODE) && node->content != NULL) {
+        if (paragraphs != NULL && node != top && extract_is_element(node, 'p')) {
+            ++*paragraphs;
+        } else if ((node->type == XML_TEXT_NODE || node->type == XML_CDATA_SECTION_NODE) && node->content != NULL) {
             chars += utf8_chars(node->content);
             if (buffer != NULL &&
                 extract_append(buffer, (const char *)node->content, (Py_ssize_t)strlen((const char *)node->content)) < 0) {
@@ -76,26 +79,27 @@ smallest_holder(const Anchored *links, int n, int *held)
     return NULL;
 }
 
+/* A link's text in the buffer of is_digest: where it starts and ends, then the text itself
+ * (set once the buffer is whole: it moves as it grows). */
 typedef struct {
     Py_ssize_t start, length;
+    const char *text;
 } Span;
-
-static const char *span_text;
 
 static int
 by_text(const void *a, const void *b)
 {
     const Span *x = a, *y = b;
-    Py_ssize_t shorter = x->length < y->length ? x->length : y->length;
-    int order = memcmp(span_text + x->start, span_text + y->start, (size_t)shorter);
-    return order ? order : (x->length > y->length) - (x->length < y->length);
+    return extract_compare_bytes(x->text, x->length, y->text, y->length);
 }
 
 /* How many different texts the spans of `buffer` hold. */
 static int
 distinct_texts(const Buffer *buffer, Span *spans, int n)
 {
-    span_text = buffer->data;
+    for (int i = 0; i < n; i++) {
+        spans[i].text = buffer->data + spans[i].start;
+    }
     qsort(spans, (size_t)n, sizeof(Span), by_text);
     int distinct = n > 0;
     for (int i = 1; i < n; i++) {
@@ -111,20 +115,11 @@ static long
 fitting_size(const xmlNode *part, int held)
 {
     double limit = extract_digest_rules.max_chars_per_link * held;
-    long paragraphs = 0, chars = 0;
-    for (const xmlNode *node = part->children; node != NULL; node = extract_next_in(node, part)) {
-        if (node->type == XML_ELEMENT_NODE) {
-            paragraphs += extract_is_element(node, 'p');
-        } else if ((node->type == XML_TEXT_NODE || node->type == XML_CDATA_SECTION_NODE) && node->content != NULL) {
-            if ((double)(chars += utf8_chars(node->content)) > limit) {
-                return 0;
-            }
-        } else if (node->type == XML_ENTITY_REF_NODE) {
-            PyErr_SetString(extract_unsupported, "an entity reference");
-            return -1;
-        }
+    long paragraphs = 0, chars = text_of(part, limit, NULL, &paragraphs);
+    if (chars < 0) {
+        return -1;
     }
-    return paragraphs >= extract_digest_rules.min_entries ? chars : 0;
+    return (double)chars <= limit && paragraphs >= extract_digest_rules.min_entries ? chars : 0;
 }
 
 /* _is_digest(): 1, 0, or -1 with an exception. */
@@ -150,24 +145,18 @@ is_digest(const xmlNode *part, int held, const Anchored *target, const char *own
             goto done;
         }
         int into = href != NULL && extract_other_document(href, own, &document, &length);
-        int into_target = into && length == target->length && memcmp(document, target->target, (size_t)length) == 0;
+        int into_target = into && extract_compare_bytes(document, length, target->target, target->length) == 0;
         Py_ssize_t start = texts.length;
-        long chars = text_of(node, into_target ? &texts : NULL);
+        long chars = text_of(node, INFINITY, into_target ? &texts : NULL, NULL);
         if (chars < 0) {
             goto done;
         }
         into_others += into, link_chars += chars;
         if (into_target) {
-            if (n_spans == cap_spans) {
-                cap_spans = cap_spans ? 2 * cap_spans : 64;
-                Span *grown = PyMem_Realloc(spans, sizeof(Span) * (size_t)cap_spans);
-                if (grown == NULL) {
-                    PyErr_NoMemory();
-                    goto done;
-                }
-                spans = grown;
+            if (extract_grow((void **)&spans, &cap_spans, n_spans + 1, sizeof(Span)) < 0) {
+                goto done;
             }
-            spans[n_spans++] = (Span){start, texts.length - start};
+            spans[n_spans++] = (Span){start, texts.length - start, NULL};
         }
     }
     verdict = 2 * n_spans >= into_others && 2 * link_chars <= chars &&

@@ -115,6 +115,7 @@ INTERNAL int extract_flatten(Tree *tree, const xmlNode *root, const xmlNode *con
 INTERNAL Py_ssize_t extract_find_marker(const char *s, Py_ssize_t from, Py_ssize_t length, unsigned char first,
                                         unsigned char last);
 INTERNAL int extract_append(Buffer *buffer, const char *data, Py_ssize_t length);
+INTERNAL int extract_grow(void **array, int *capacity, int needed, size_t item);
 
 /* ---- Measuring (measure.c) ---- */
 
@@ -166,6 +167,7 @@ INTERNAL int extract_is_named(const xmlNode *node, const char *name);
 INTERNAL const xmlNode *extract_next_in(const xmlNode *node, const xmlNode *top);
 INTERNAL const char *extract_href_of(const xmlNode *link, int *unsupported);
 INTERNAL int extract_other_document(const char *href, const char *own, const char **target, Py_ssize_t *length);
+INTERNAL int extract_compare_bytes(const char *a, Py_ssize_t a_length, const char *b, Py_ssize_t b_length);
 INTERNAL int extract_same_target(const Anchored *a, const Anchored *b);
 INTERNAL int extract_anchored_links(const xmlNode *root, const char *own, Anchored **links);
 INTERNAL int extract_find_digests(const xmlNode *root, const char *own, const xmlNode **parts);

@@ -105,6 +105,14 @@ extract_other_document(const char *href, const char *own, const char **target, P
     return 1;
 }
 
+/* The order of two byte strings: memcmp's, the shorter first when one begins the other. */
+int
+extract_compare_bytes(const char *a, Py_ssize_t a_length, const char *b, Py_ssize_t b_length)
+{
+    int order = memcmp(a, b, (size_t)(a_length < b_length ? a_length : b_length));
+    return order ? order : (a_length > b_length) - (a_length < b_length);
+}
+
 static int
 by_target(const void *a, const void *b)
 {
@@ -112,18 +120,14 @@ by_target(const void *a, const void *b)
     if (x->hash != y->hash) {
         return x->hash < y->hash ? -1 : 1;
     }
-    Py_ssize_t shorter = x->length < y->length ? x->length : y->length;
-    int order = memcmp(x->target, y->target, (size_t)shorter);
-    if (order == 0 && x->length != y->length) {
-        order = x->length < y->length ? -1 : 1;
-    }
+    int order = extract_compare_bytes(x->target, x->length, y->target, y->length);
     return order ? order : x->order - y->order;
 }
 
 int
 extract_same_target(const Anchored *a, const Anchored *b)
 {
-    return a->length == b->length && memcmp(a->target, b->target, (size_t)a->length) == 0;
+    return extract_compare_bytes(a->target, a->length, b->target, b->length) == 0;
 }
 
 /* FNV-1a; never 0 (an empty slot of keep_frequent's table). */
@@ -179,22 +183,6 @@ keep_frequent(Anchored *links, int n)
     return kept;
 }
 
-static int
-grow_anchored(Anchored **items, int *capacity, int needed)
-{
-    if (needed <= *capacity) {
-        return 0;
-    }
-    int capacity_now = *capacity ? 2 * *capacity : 256;
-    Anchored *grown = PyMem_Realloc(*items, sizeof(Anchored) * (size_t)capacity_now);
-    if (grown == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    *items = grown, *capacity = capacity_now;
-    return 0;
-}
-
 /* The anchored links of `root` into other documents (extract_other_document) whose target
  * may be that of min_entries of them, sorted by target, then in document order: into
  * *links (the caller frees it); how many, or -1 with an exception. */
@@ -213,7 +201,7 @@ extract_anchored_links(const xmlNode *root, const char *own, Anchored **links)
             return -1;
         }
         if (href != NULL && extract_other_document(href, own, &target, &length)) {
-            if (grow_anchored(links, &capacity, n + 1) < 0) {
+            if (extract_grow((void **)links, &capacity, n + 1, sizeof(Anchored)) < 0) {
                 return -1;
             }
             (*links)[n] = (Anchored){node, target, length, hash_of(target, length), n};

@@ -25,7 +25,7 @@ static const xmlNode *
 find_body(const xmlNode *root)
 {
     for (const xmlNode *child = root->children; child != NULL; child = child->next) {
-        if (child->type == XML_ELEMENT_NODE && child->ns == NULL && strcmp((const char *)child->name, "body") == 0) {
+        if (extract_is_named(child, "body")) {
             return child;
         }
     }

@@ -5,8 +5,9 @@
  */
 #include "extract.h"
 
-static int
-grow(void **array, int *capacity, int needed, size_t item)
+/* Make room for `needed` items of `item` bytes in *array (doubling); -1 with an exception. */
+int
+extract_grow(void **array, int *capacity, int needed, size_t item)
 {
     if (needed <= *capacity) {
         return 0;
@@ -25,7 +26,7 @@ grow(void **array, int *capacity, int needed, size_t item)
 static int
 add_event(Tree *tree, int kind, int index)
 {
-    if (grow((void **)&tree->events, &tree->cap_events, tree->n_events + 1, sizeof(Event)) < 0) {
+    if (extract_grow((void **)&tree->events, &tree->cap_events, tree->n_events + 1, sizeof(Event)) < 0) {
         return -1;
     }
     tree->events[tree->n_events++] = (Event){kind, index};
@@ -71,7 +72,7 @@ tag_flags(const xmlNode *node)
 static int
 add_element(Tree *tree, const xmlNode *node, int parent, unsigned flags)
 {
-    if (grow((void **)&tree->elements, &tree->cap_elements, tree->n_elements + 1, sizeof(Element)) < 0) {
+    if (extract_grow((void **)&tree->elements, &tree->cap_elements, tree->n_elements + 1, sizeof(Element)) < 0) {
         return -1;
     }
     int index = tree->n_elements++;
@@ -102,7 +103,7 @@ extract_find_marker(const char *s, Py_ssize_t from, Py_ssize_t length, unsigned 
 static int
 add_text(Tree *tree, const xmlNode *node)
 {
-    if (grow((void **)&tree->texts, &tree->cap_texts, tree->n_texts + 1, sizeof(Text)) < 0) {
+    if (extract_grow((void **)&tree->texts, &tree->cap_texts, tree->n_texts + 1, sizeof(Text)) < 0) {
         return -1;
     }
     const char *s = node->content ? (const char *)node->content : "";
