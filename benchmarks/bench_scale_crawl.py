@@ -2,8 +2,9 @@
 
     python benchmarks/bench_scale_crawl.py [--site statsmodels] [--max-pages 5000] [--set SIMHASH_MIN_SIMILARITY=0.85]
 
-A false drop costs more than the page: the middleware does not follow a dropped page's
-links, so the pages only it links to are lost too. This serves one site of
+A false drop costs more than the page: the middleware does not follow a copy's links
+(``SIMHASH_FOLLOW_DROPPED = "siblings"`` follows those of a near-duplicate under another
+document name, one step), so the pages only it links to can be lost too. This serves one site of
 ``scale_data.py`` on 127.0.0.1 (a threaded HTTP server over its ``pages.jsonl.gz``, the
 first ``--max-pages`` pages in crawl order; its redirects answered with 301, anything else
 404) and crawls it twice, each crawl in a fresh process: without scrapy-simhash (what links
@@ -44,8 +45,8 @@ import scale_data
 MODES: dict[str, dict[str, Any]] = {
     "without scrapy-simhash": {},
     "with the add-on (drop)": {"ADDONS": {"scrapy_simhash.Addon": 300}},
-    # --follow-dropped: near-duplicates reach the callback for their links, their items dropped
-    "with the add-on (drop, follow)": {"ADDONS": {"scrapy_simhash.Addon": 300}, "SIMHASH_FOLLOW_DROPPED": True},
+    # --follow-dropped: every near-duplicate reaches the callback for its links, its items dropped
+    "with the add-on (drop, follow)": {"ADDONS": {"scrapy_simhash.Addon": 300}, "SIMHASH_FOLLOW_DROPPED": "always"},
 }
 
 
@@ -247,7 +248,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--data", type=Path, default=bench_scale.DEFAULT_DATA, help="the sites scale_data.py wrote")
     parser.add_argument("--show", type=int, default=10, help="lost pages listed of each kind")
     parser.add_argument("--follow-dropped", action="store_true",
-                        help="also crawl with SIMHASH_FOLLOW_DROPPED = True (a third crawl)")
+                        help='also crawl with SIMHASH_FOLLOW_DROPPED = "always" (a third crawl)')
     parser.add_argument("--json", type=Path, help="write the numbers and the lost pages to this file")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting of the crawls with the add-on, e.g. SIMHASH_MIN_SIMILARITY=0.85")

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 Scope = Literal["crawl", "spider", "domain"]
 Action = Literal["drop", "mark"]
 OnIndexError = Literal["keep", "fail"]
+FollowDropped = Literal["never", "siblings", "always"]
 
 #: The index file kept in JOBDIR, next to Scrapy's own ``requests.seen``.
 JOBDIR_INDEX_NAME = "simhash.index"
@@ -34,6 +35,7 @@ MAX_EXPECTED_SIZE = 2**32
 _SCOPES = ("crawl", "spider", "domain")
 _ACTIONS = ("drop", "mark")
 _ON_INDEX_ERROR = ("keep", "fail")
+_FOLLOW_DROPPED = ("siblings", "never", "always")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +54,10 @@ class SimhashSettings:
     #: Hand on a page whose own record an earlier crawl (or another crawler) stored,
     #: for those who re-scrape; by default its items are dropped, its links followed.
     keep_unchanged: bool = False
-    #: In drop mode, hand a near-duplicate to its callback for its links, and drop its
-    #: items: a page dropped by mistake then cuts nothing else out of the crawl.
-    follow_dropped: bool = False
+    #: In drop mode, which near-duplicates still reach their callback for their links (their
+    #: items dropped): "siblings", those named as another document than their original and
+    #: not themselves reached through one; "always"; "never".
+    follow_dropped: FollowDropped = "siblings"
     item_fields: tuple[str, ...] = ()
     http_statuses: frozenset[int] = frozenset({200})
     debug: bool = False
@@ -79,7 +82,7 @@ class SimhashSettings:
             scope=_choice(settings, "SIMHASH_SCOPE", _SCOPES),
             action=_choice(settings, "SIMHASH_ACTION", _ACTIONS),
             keep_unchanged=_read(settings, "SIMHASH_KEEP_UNCHANGED", settings.getbool, False),
-            follow_dropped=_read(settings, "SIMHASH_FOLLOW_DROPPED", settings.getbool, False),
+            follow_dropped=_follow_dropped(settings),
             item_fields=_item_fields(settings),
             http_statuses=_http_statuses(settings),
             debug=_read(settings, "SIMHASH_DEBUG", settings.getbool, False),
@@ -200,6 +203,14 @@ def _ttl(settings: BaseSettings) -> float | None:
     if not (math.isfinite(ttl) and ttl >= 1):  # Redis expires whole seconds
         raise ValueError(f"SIMHASH_TTL must be a number of seconds, at least 1, not {ttl!r}")
     return ttl
+
+
+def _follow_dropped(settings: BaseSettings) -> FollowDropped:
+    """SIMHASH_FOLLOW_DROPPED: "siblings", "never" (or False), "always" (or True)."""
+    value = settings.get("SIMHASH_FOLLOW_DROPPED")
+    if value in (True, False, "True", "true", "1", "False", "false", "0"):  # (True == 1, False == 0)
+        return "always" if settings.getbool("SIMHASH_FOLLOW_DROPPED") else "never"
+    return _choice(settings, "SIMHASH_FOLLOW_DROPPED", _FOLLOW_DROPPED)
 
 
 def _fsync(settings: BaseSettings) -> float | None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
 
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse
@@ -28,8 +30,13 @@ if TYPE_CHECKING:
 #: The ``Request.meta`` key that holds the result, and the item field the
 #: pipeline reads it back from.
 META_KEY = "simhash"
+#: Set on the requests a followed near-duplicate yields (:class:`SimhashSpiderMiddleware`):
+#: with ``SIMHASH_FOLLOW_DROPPED = "siblings"`` a near-duplicate found there is not followed.
+VIA_DROPPED_KEY = "simhash_via_dropped"
 
 logger = logging.getLogger(__name__)
+#: A directory's default document: named by its directory.
+_INDEX_PAGE = re.compile(r"(?:index|default)(?:\.\w+)?", re.IGNORECASE)
 
 
 class SimhashMiddleware:
@@ -93,9 +100,27 @@ class SimhashMiddleware:
         match = await self._check(page, response)
         unchanged = is_own_record(match, response.url)
         request.meta[META_KEY] = page_meta(page, match, unchanged=unchanged)
-        if match is not None and not unchanged and self.config.action == "drop" and not self.config.follow_dropped:
-            raise NearDuplicatePage(response.url, page.fingerprint, match.key, match.distance, match.similarity)
+        if match is not None and not unchanged and self.config.action == "drop":
+            if not self._follows(request, response.url, match.key):
+                raise NearDuplicatePage(response.url, page.fingerprint, match.key, match.distance, match.similarity)
+            self._checker.count("dropped/followed")
         return response
+
+    def _follows(self, request: Request, url: str, original: str) -> bool:
+        """Whether a near-duplicate at *url* still reaches its callback, for its links.
+
+        A copy under its original's document name (a mirror, a session id, tracking
+        parameters, a print flag) links where its original links. A page under another
+        name that shares most of its text (a sibling class, a "members" page) may link to
+        pages only it links to: it is followed, but only one step away from a kept page,
+        so that a chain of copies (a calendar, a trap) stops at its second link.
+        """
+        if self.config.follow_dropped != "siblings":
+            return self.config.follow_dropped == "always"
+        if request.meta.get(VIA_DROPPED_KEY):
+            return False
+        name, original_name = document_name(url), document_name(original)
+        return bool(name and original_name and name != original_name)
 
     def _fingerprint(self, request: Request, response: Response) -> FingerprintResult | None:
         """The page's fingerprint, or ``None`` (counted as skipped, with the reason)."""
@@ -126,6 +151,16 @@ class SimhashMiddleware:
             return await self._checker.check(page.fingerprint, response.url, host, page.wildcard, page.sketch)
         except IndexUnavailableError as exc:
             raise IgnoreRequest(f"Simhash index unavailable (SIMHASH_ON_INDEX_ERROR='fail'): {exc}") from exc
+
+
+def document_name(url: str) -> str:
+    """The document *url* names: the last segment of its path, without ``;parameters``
+    (``/docs/solver-cg.html``, ``/docs/solver-cg/`` and ``/docs/solver-cg/index.html`` all
+    name ``solver-cg``...), or ``""`` for the site's root."""
+    segments = [segment for segment in unquote(urlsplit(url).path.partition(";")[0]).split("/") if segment]
+    if segments and _INDEX_PAGE.fullmatch(segments[-1]):
+        segments.pop()
+    return segments[-1] if segments else ""
 
 
 def page_meta(page: FingerprintResult, match: Match | None, *, unchanged: bool = False) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""The spider middleware that drops the items of unchanged pages (and, with
-``SIMHASH_FOLLOW_DROPPED``, of near-duplicates), and follows their links."""
+"""The spider middleware that drops the items of unchanged pages and of the near-duplicates
+``SIMHASH_FOLLOW_DROPPED`` hands on, and follows their links."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
 from .config import SimhashSettings
-from .middlewares import META_KEY
+from .middlewares import META_KEY, VIA_DROPPED_KEY
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -30,8 +30,11 @@ class SimhashSpiderMiddleware:
     be reached; but its items were scraped before. So the callback runs, its requests go
     on, and its items are dropped (``simhash/unchanged/items_dropped``).
 
-    With ``SIMHASH_FOLLOW_DROPPED = True`` a near-duplicate is handled alike: it reaches
-    its callback for its links, and its items are dropped (``simhash/dropped/items_dropped``).
+    A near-duplicate that ``SIMHASH_FOLLOW_DROPPED`` hands on (by default, one named as another
+    document than its original) is handled alike: it reaches its callback for its links, and
+    its items are dropped (``simhash/dropped/items_dropped``). Its requests carry
+    ``meta["simhash_via_dropped"]``, so that a near-duplicate found through it is not followed
+    in turn.
 
     Off with ``SIMHASH_ACTION = "mark"`` (the spider decides). The add-on enables it.
     """
@@ -39,9 +42,10 @@ class SimhashSpiderMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         config = SimhashSettings.from_settings(crawler.settings)
         # (With SIMHASH_KEEP_UNCHANGED no page is marked unchanged: nothing to drop then.)
-        if not config.enabled or config.action != "drop" or (config.keep_unchanged and not config.follow_dropped):
+        follows = config.follow_dropped != "never"
+        if not config.enabled or config.action != "drop" or (config.keep_unchanged and not follows):
             raise NotConfigured
-        self._dropped = config.follow_dropped
+        self._dropped = follows
         self._inc_stat = crawler.stats.inc_value
 
     @classmethod
@@ -51,10 +55,14 @@ class SimhashSpiderMiddleware:
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         why = self._items_dropped(response)
         async for output in result:
-            if why is not None and not isinstance(output, Request):
+            if why is None:
+                yield output
+            elif not isinstance(output, Request):
                 self._inc_stat(f"simhash/{why}/items_dropped")
-                continue
-            yield output
+            else:
+                if why == "dropped":
+                    output.meta[VIA_DROPPED_KEY] = True
+                yield output
 
     def _items_dropped(self, response: Response) -> str | None:
         """``"unchanged"`` or ``"dropped"`` when the page's items go, else ``None``."""

@@ -19,6 +19,8 @@ from scrapy.crawler import Crawler
 from scrapy.spiders import Spider
 from scrapy.utils.test import get_crawler
 
+from scrapy_simhash import NearDuplicatePage, from_hex
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_PROJECT = REPO / "example_project"
 DEMO_SITE = EXAMPLE_PROJECT / "demo_site"
@@ -64,10 +66,25 @@ class RecordingSpider(DemoSpider):
         self.dropped_pages: list[Any] = []
         self.items: list[dict[str, Any]] = []
         self.dropped_items: list[Any] = []
+        #: The near-duplicates SIMHASH_FOLLOW_DROPPED handed to the callback, for their links.
+        self.followed_drops: list[NearDuplicatePage] = []
+
+    def parse(self, response: Any) -> Iterator[Any]:
+        match = response.meta.get("simhash") or {}
+        if match.get("duplicate_of") and not match["unchanged"]:
+            self.followed_drops.append(NearDuplicatePage(
+                response.url, from_hex(match["fingerprint"]), match["duplicate_of"], match["distance"],
+                match["similarity"],
+            ))
+        yield from super().parse(response)
 
     def dropped(self, failure: Any) -> None:
         self.dropped_pages.append(failure.value)
         super().dropped(failure)
+
+    def all_drops(self) -> list[NearDuplicatePage]:
+        """Every near-duplicate, whether its links were followed or not."""
+        return [drop for drop in self.dropped_pages if isinstance(drop, NearDuplicatePage)] + self.followed_drops
 
 
 def crawl(

@@ -120,7 +120,7 @@ def test_a_sample_of_the_dev_corpus_is_deduplicated(corpus_sample: CorpusSample)
     crawler = crawl(RecordingSpider, {"DEPTH_LIMIT": 1, "CONCURRENT_REQUESTS": 8}, start_url=corpus_sample.url)
     drops = [
         (corpus_sample.ids.get(local_url(d.url)), corpus_sample.ids.get(local_url(d.duplicate_of)))
-        for d in crawler.spider.dropped_pages
+        for d in crawler.spider.all_drops()
     ]
     assert all(page_id and original for page_id, original in drops), "a drop outside the sample"
     labels = [corpus_sample.labels.get(frozenset(pair), "distinct") for pair in drops]

@@ -16,7 +16,7 @@ from redis_cluster import cluster_url, redis_cluster  # noqa: F401  (fixtures)
 from redis_server import redis_url, shared_redis_server  # noqa: F401  (fixtures)
 from serve_demo import start_server
 
-from scrapy_simhash import Fingerprinter, NearDuplicatePage, hamming_distance
+from scrapy_simhash import Fingerprinter, hamming_distance
 from scrapy_simhash.core.sketch import SKETCH_BYTES, Confirmation, similarity
 
 SIBLINGS = 40
@@ -93,7 +93,7 @@ def test_a_crawl_keeps_every_sibling_and_drops_the_copies(
     assert {f"/topic{number}.html" for number in range(SIBLINGS)} - copied <= kept
     # Of a page and its copy, whichever came first is kept (4 requests at a time).
     pairs = {frozenset(pair) for pair in copies.items()}
-    drops = [drop for drop in crawler.spider.dropped_pages if isinstance(drop, NearDuplicatePage)]
+    drops = crawler.spider.all_drops()  # (the print versions, other documents, followed)
     assert {frozenset({local_url(drop.url), local_url(drop.duplicate_of)}) for drop in drops} == pairs
     assert all(len(pair & kept) == 1 for pair in pairs)
     assert all(drop.similarity == 1.0 for drop in drops)

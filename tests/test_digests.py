@@ -17,7 +17,7 @@ from conftest import RecordingSpider, crawl, local_url
 from lxml import etree
 from serve_demo import start_server
 
-from scrapy_simhash import Fingerprinter, NearDuplicatePage, hamming_distance, main_text
+from scrapy_simhash import Fingerprinter, hamming_distance, main_text
 from scrapy_simhash.cli._common import file_url
 from scrapy_simhash.cli.text import annotated
 from scrapy_simhash.core import content, digests, text
@@ -165,9 +165,9 @@ def test_a_crawl_keeps_every_type_page_and_drops_the_copy(type_site: str) -> Non
     crawler = crawl(RecordingSpider, {"CONCURRENT_REQUESTS": 1}, start_url=type_site)
     kept = {local_url(item["url"]) for item in crawler.spider.items}
     assert {f"/struct.Type{number}.html" for number in range(TYPES)} <= kept
-    drops = [drop for drop in crawler.spider.dropped_pages if isinstance(drop, NearDuplicatePage)]
-    # (The type pages link to index.html: the home page under a second URL.)
-    assert {(local_url(drop.url), local_url(drop.duplicate_of)) for drop in drops} == {
+    # (The type pages link to index.html: the home page under a second URL. The print
+    # version, another document name, is handed on for its links: SIMHASH_FOLLOW_DROPPED.)
+    assert {(local_url(drop.url), local_url(drop.duplicate_of)) for drop in crawler.spider.all_drops()} == {
         ("/struct.Type0.print.html", "/struct.Type0.html"), ("/index.html", "/")
     }
 

@@ -70,12 +70,12 @@ def test_a_new_page_is_kept_and_described_in_meta() -> None:
 def test_a_copy_is_dropped_with_what_it_duplicates() -> None:
     mw = middleware()
     process(mw, html_response("http://a.example/coffee"))
-    copy = html_response("http://b.example/coffee-copy")
+    copy = html_response("http://b.example/mirror/coffee")
     with pytest.raises(NearDuplicatePage) as raised:
         process(mw, copy)
     error = raised.value
     assert isinstance(error, IgnoreRequest)
-    assert (error.url, error.duplicate_of, error.distance) == ("http://b.example/coffee-copy", "http://a.example/coffee", 0)
+    assert (error.url, error.duplicate_of, error.distance) == ("http://b.example/mirror/coffee", "http://a.example/coffee", 0)
     assert copy.request.meta["simhash"]["duplicate_of"] == "http://a.example/coffee"
     assert {k: v for k, v in stats(mw).items() if k.startswith("simhash/") and "index_size" not in k} == {
         "simhash/checked": 2,
@@ -161,17 +161,37 @@ def test_a_host_index_that_cannot_be_created_keeps_the_page_and_counts_an_index_
     assert stats(mw)["simhash/index_error"] == 1
 
 
+def test_a_sibling_goes_on_for_its_links_unless_a_dropped_page_led_to_it() -> None:
+    """SIMHASH_FOLLOW_DROPPED = "siblings" (the default): a near-duplicate under another
+    document name reaches the callback with its match; one step away only."""
+    mw = middleware()
+    process(mw, html_response("http://a.example/coffee"))
+    sibling = html_response("http://a.example/coffee-beans")
+    assert process(mw, sibling) is sibling
+    assert sibling.request.meta["simhash"]["duplicate_of"] == "http://a.example/coffee"
+    with pytest.raises(NearDuplicatePage):
+        process(mw, html_response("http://a.example/coffee-cups", simhash_via_dropped=True))
+    with pytest.raises(NearDuplicatePage):  # the same document name: a copy
+        process(mw, html_response("http://b.example/shop/coffee"))
+    assert stats(mw)["simhash/dropped"] == 3
+    assert stats(mw)["simhash/dropped/followed"] == 1
+    never = middleware(SIMHASH_FOLLOW_DROPPED="never")
+    process(never, html_response("http://a.example/coffee"))
+    with pytest.raises(NearDuplicatePage):
+        process(never, html_response("http://a.example/coffee-beans"))
+
+
 def test_only_the_first_drop_is_logged_without_debug(caplog: pytest.LogCaptureFixture) -> None:
     mw = middleware()
     process(mw, html_response("http://a.example/coffee"))
     caplog.clear()  # (the start may warn of Python stages: no C compiler at install)
     with caplog.at_level(logging.DEBUG, logger="scrapy_simhash"):
-        for copy in ("http://a.example/1", "http://a.example/2"):
+        for copy in ("http://a.example/coffee?sid=1", "http://a.example/coffee?sid=2"):
             with pytest.raises(NearDuplicatePage):
                 process(mw, html_response(copy))
     messages = [r.getMessage() for r in caplog.records if r.name.startswith("scrapy_simhash")]
     assert len(messages) == 1
-    assert "http://a.example/1 of http://a.example/coffee (distance 0, similarity 1.00)" in messages[0]
+    assert "http://a.example/coffee?sid=1 of http://a.example/coffee (distance 0, similarity 1.00)" in messages[0]
     assert "SIMHASH_DEBUG" in messages[0]
     assert caplog.records[0].levelno == logging.DEBUG
 
@@ -181,7 +201,7 @@ def test_simhash_debug_logs_every_drop(caplog: pytest.LogCaptureFixture) -> None
     process(mw, html_response("http://a.example/coffee"))
     caplog.clear()
     with caplog.at_level(logging.DEBUG, logger="scrapy_simhash"):
-        for copy in ("http://a.example/1", "http://a.example/2"):
+        for copy in ("http://a.example/coffee?sid=1", "http://a.example/coffee?sid=2"):
             with pytest.raises(NearDuplicatePage):
                 process(mw, html_response(copy))
     assert len([r for r in caplog.records if r.name.startswith("scrapy_simhash")]) == 2
@@ -354,7 +374,7 @@ def test_a_page_stored_by_an_earlier_crawl_is_unchanged_and_reaches_its_callback
     meta = again.request.meta["simhash"]
     assert meta["unchanged"] is True and meta["duplicate_of"] == "http://a.example/coffee" and meta["distance"] == 0
     with pytest.raises(NearDuplicatePage):
-        process(second_run, html_response("http://b.example/coffee-copy"))
+        process(second_run, html_response("http://b.example/mirror/coffee"))
     assert stats(second_run)["simhash/unchanged"] == 1
     assert stats(second_run)["simhash/dropped"] == 1
     assert "simhash/seen_again" not in stats(second_run)

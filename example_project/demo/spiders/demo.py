@@ -32,6 +32,13 @@ class DemoSpider(scrapy.Spider):
     def parse(self, response: Response) -> Iterator[Any]:
         if not isinstance(response, HtmlResponse):
             return
+        match = response.meta.get("simhash") or {}
+        if match.get("duplicate_of") and not match["unchanged"]:
+            # A near-duplicate handed on for its links (SIMHASH_FOLLOW_DROPPED): the add-on
+            # drops the item below, and the links are followed.
+            self._log_drop(
+                response.url, match["duplicate_of"], match["distance"], match["similarity"], " (links followed)"
+            )
         yield {
             "url": response.url,
             "title": response.css("title::text").get(),
@@ -45,15 +52,17 @@ class DemoSpider(scrapy.Spider):
         """Near-duplicates arrive here as NearDuplicatePage (an IgnoreRequest), like other errors."""
         if failure.check(NearDuplicatePage):
             error = failure.value
-            similarity = "" if error.similarity is None else f", similarity {error.similarity:.2f}"
-            self.logger.info(
-                "Dropped %(url)s: near-duplicate of %(original)s (distance %(distance)d%(similarity)s)",
-                {"url": error.url, "original": error.duplicate_of, "distance": error.distance,
-                 "similarity": similarity},
-            )
+            self._log_drop(error.url, error.duplicate_of, error.distance, error.similarity)
         elif failure.check(HttpError):
             # A broken link of the site (404...): the site's problem, not the crawl's.
             response = failure.value.response
             self.logger.info("Skipped %(url)s: HTTP %(status)d", {"url": response.url, "status": response.status})
         else:
             self.logger.error("Request %(url)s failed: %(failure)r", {"url": failure.request.url, "failure": failure})
+
+    def _log_drop(self, url: str, original: str, distance: int, similarity: float | None, note: str = "") -> None:
+        self.logger.info(
+            "Dropped %(url)s: near-duplicate of %(original)s (distance %(distance)d%(similarity)s)%(note)s",
+            {"url": url, "original": original, "distance": distance, "note": note,
+             "similarity": "" if similarity is None else f", similarity {similarity:.2f}"},
+        )
