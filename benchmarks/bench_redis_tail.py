@@ -5,12 +5,16 @@
     python benchmarks/bench_redis_tail.py --url redis://127.0.0.1:6379/15   # an existing server (flushed)
 
 A worker checks (``replace_if_new``, as a crawl does: 14 wildcard bits, a sketch) right
-after another worker stored --behind records. "redis us" is the time Redis spent on all
-the calls of that check (``INFO commandstats``, reset just before it: the catch-up reads and
-the check script), "calls" how many there were, "wall us" the check's time as the worker
-sees it, each the mean of --repeat checks; "longest call us" the longest single call of
-them all (``SLOWLOG``). Redis serves no one else while it runs a
-script, so this is what one worker's check costs the whole fleet.
+after another worker stored --behind records. "redis us" is the time Redis spent on the
+check's commands by its own count (``INFO commandstats``, reset before each check: the
+scripts, and the ``MULTI``/``EXEC`` transactions that catch up, a sync script and plain
+reads of the log's chunks, whose script is counted twice), "redis cpu us" the CPU time of
+Redis' main thread meanwhile (``INFO cpu``, less what two INFO calls cost with nothing
+between them), which also counts reading the commands and writing the replies; "worst" is
+the most of a single check, "scripts" how many scripts ran, "wall us" the check's time as
+the worker sees it; the others are means of --repeat checks. Redis serves no one else while
+it runs a script or a transaction, so this is what one worker's check costs the whole fleet.
+(Redis' own periodic work, ~10 times a second, falls into a check's CPU now and then.)
 """
 
 from __future__ import annotations
@@ -32,13 +36,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from redis_server import RedisServer, find_redis_server  # noqa: E402
 
 _NAMESPACE = "bench-tail"
+#: The commands a check sends (the scripts' own calls are in their time).
+_THE_CHECKS = ("evalsha", "exec", "multi", "script|exists")
 
 
 def one_check(
-    crawler: RedisIndex, other: RedisIndex, client: redis.Redis, behind: int, seed: int
-) -> tuple[float, int, float, float]:
-    """(Redis us, calls, wall us, longest call us) of one check made after *other* stored
-    *behind* records."""
+    crawler: RedisIndex, other: RedisIndex, client: redis.Redis, behind: int, seed: int, idle_us: float
+) -> tuple[float, float, int, float]:
+    """(Redis us by its command stats, Redis CPU us, scripts run, wall us) of one check made
+    after *other* stored *behind* records."""
     if behind:
         fingerprints = random_fingerprints(behind, seed=seed).tolist()
         keys = (url(10**8 + seed * 100_000 + n) for n in range(behind))
@@ -47,29 +53,47 @@ def one_check(
     [wildcard] = random_wildcards(1, FingerprintOptions().wildcard_bits, seed=seed)
     [sketch] = random_sketches(1, seed=seed + 1)
     client.config_resetstat()
-    client.slowlog_reset()
+    busy = redis_cpu_us(client)
     started = time.perf_counter()
     crawler.replace_if_new(fingerprint, url(10**9 + seed), wildcard, sketch)
     wall = time.perf_counter() - started
-    stats = client.info("commandstats").get("cmdstat_evalsha", {})
-    longest = max((entry["duration"] for entry in client.slowlog_get(128)
-                   if entry["command"].startswith(b"EVALSHA")), default=0)
-    return float(stats.get("usec", 0)), int(stats.get("calls", 0)), wall * 1e6, float(longest)
+    busy = redis_cpu_us(client) - busy - idle_us
+    stats = client.info("commandstats")
+    # Scripts and transactions (a sync script in EXEC is counted twice: an upper bound).
+    usec = sum(stats.get(f"cmdstat_{name}", {}).get("usec", 0) for name in _THE_CHECKS)
+    return usec, busy, int(stats.get("cmdstat_evalsha", {}).get("calls", 0)), wall * 1e6
+
+
+def redis_cpu_us(client: redis.Redis) -> float:
+    """The CPU time of Redis' main thread so far (user + system)."""
+    cpu = client.info("cpu")
+    return (cpu["used_cpu_user_main_thread"] + cpu["used_cpu_sys_main_thread"]) * 1e6
+
+
+def idle_cpu_us(client: redis.Redis, samples: int = 50) -> float:
+    """What :func:`redis_cpu_us` measures between two calls with nothing in between (the
+    INFO command's own time): taken off each check."""
+    deltas = []
+    for _ in range(samples):
+        before = redis_cpu_us(client)
+        deltas.append(redis_cpu_us(client) - before)
+    return statistics.median(deltas)
 
 
 def run(redis_url: str, size: int, behinds: list[int], repeat: int) -> list[dict[str, str]]:
     client = redis.Redis.from_url(redis_url)
     client.flushdb()
-    client.config_set("slowlog-log-slower-than", 0)  # every call, to find the longest
     load(redis_url, _NAMESPACE, size, url, True)
+    idle_us = idle_cpu_us(client)
     rows = []
     with RedisIndex(redis_url, expected_size=size, namespace=_NAMESPACE) as crawler, \
             RedisIndex(redis_url, expected_size=size, namespace=_NAMESPACE) as other:
         for behind in behinds:
-            runs = [one_check(crawler, other, client, behind, seed=1000 * behind + n) for n in range(repeat)]
-            redis_us, calls, wall_us, _ = (statistics.mean(values) for values in zip(*runs))
+            runs = [one_check(crawler, other, client, behind, 1000 * behind + n, idle_us) for n in range(repeat)]
+            redis_us, cpu_us, scripts, wall_us = (statistics.mean(values) for values in zip(*runs))
             rows.append({"index size": f"{size:,}", "behind": f"{behind:,}", "redis us": f"{redis_us:.0f}",
-                         "calls": f"{calls:.1f}", "longest call us": f"{max(run[3] for run in runs):.0f}",
+                         "worst": f"{max(run[0] for run in runs):.0f}", "redis cpu us": f"{cpu_us:.0f}",
+                         "worst cpu": f"{max(run[1] for run in runs):.0f}", "scripts": f"{scripts:.1f}",
                          "wall us": f"{wall_us:.0f}"})
     client.close()
     return rows

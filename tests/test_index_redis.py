@@ -407,3 +407,58 @@ def test_stored_signature_reads_the_meta_only(redis_url: str) -> None:
     RedisIndex(redis_url, namespace="signed", signature="simhash-v5;shingle_size=3").close()
     assert stored_signature(redis_url, "signed") == "simhash-v5;shingle_size=3"
     assert stored_signature("redis://127.0.0.1:1/0") == ""  # nothing there: opening it will say why
+
+
+def test_catching_up_reads_what_the_sync_script_reads(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker behind reads the log's chunks as plain strings, in the sync script's
+    transaction (:meth:`LogSession.sync`): the same records as the script's own reads, from
+    any position, across chunk ends and two transactions, and a mirror that matches."""
+    from scrapy_simhash.index.redis import _session
+    from scrapy_simhash.index.redis._lua import SYNC
+
+    monkeypatch.setattr(_session, "_SYNC_CHUNKS", 2)
+    entries = [(i * 0x9E3779B97F4A7C15 % 2**64, f"page-{i}") for i in range(3 * CHUNK_RECORDS + 300)]
+    with RedisIndex(redis_url, namespace="catch-up") as behind, RedisIndex(redis_url, namespace="catch-up") as writer:
+        behind.add(7, "first")  # its mirror starts mid-chunk
+        writer.add_many(entries)
+        writer.remove(entries[5][0], entries[5][1])
+        session = behind._log
+        for position in (0, 1, CHUNK_RECORDS - 1, CHUNK_RECORDS, CHUNK_RECORDS + 17, len(entries), len(entries) + 1):
+            records, first, fingerprints, crcs, tombstones = session.sync(position, 0, b"")
+            script_fingerprints, script_crcs = b"", b""
+            while len(script_fingerprints) < len(fingerprints):
+                reply = session.call(SYNC, [first + len(script_fingerprints) // 8, 0, b"", CHUNK_RECORDS])
+                script_fingerprints, script_crcs = script_fingerprints + reply[3], script_crcs + reply[4]
+            assert (records, first) == (len(entries) + 1, position)
+            two_chunks = 2 * CHUNK_RECORDS - position % CHUNK_RECORDS
+            assert len(fingerprints) == 8 * min(len(entries) + 1 - position, two_chunks)
+            assert (fingerprints, crcs) == (script_fingerprints, script_crcs)
+            removed = (1 + 5).to_bytes(8, "big")  # the sequence number of entries[5]
+            assert tombstones == session.call(SYNC, [position, 0, b"", 0])[5] == removed
+        assert behind.add_if_new(entries[-1][0], "copy") == Match(entries[-1][1], entries[-1][0], 0)
+        assert behind.add_if_new(entries[5][0], "removed") is None
+        assert sorted(behind.items()) == sorted(writer.items())
+
+
+def test_a_check_far_behind_catches_up_without_the_sync_script(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check script answers where the log ends and the tombstones missed; the worker
+    reads the chunks as plain strings from there (no sync script), and checks again."""
+    from scrapy_simhash.index.redis._scripts import LogScripts
+
+    entries = [(i * 0x9E3779B97F4A7C15 % 2**64, f"page-{i}") for i in range(CHUNK_RECORDS + 500)]
+    with RedisIndex(redis_url, namespace="far") as behind, RedisIndex(redis_url, namespace="far") as writer:
+        behind.add(7, "first")
+        writer.add_many(entries)
+        writer.remove(entries[3][0], entries[3][1])
+
+        def no_sync(*args: object) -> None:
+            raise AssertionError("the sync script ran")
+
+        monkeypatch.setattr(LogScripts, "call_reading", no_sync)
+        assert behind.add_if_new(entries[-1][0], "copy") == Match(entries[-1][1], entries[-1][0], 0)
+        assert behind.add_if_new(entries[3][0], "removed") is None
+        monkeypatch.undo()
+        assert behind.describe()["mirror"]["records"] == len(entries) + 2  # "first", "removed"
+        assert sorted(behind.items()) == sorted(writer.items())

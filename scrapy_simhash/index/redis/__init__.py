@@ -42,8 +42,8 @@ from ._session import LogSession, Retry
 from ..base import DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, SimhashIndexError, Verdict
 
 # Longest tail of unseen records the check script scans (~1 us each in Lua: 128 keep a
-# check under ~250 us of Redis time); a worker further behind catches up first, by reads
-# ~10x cheaper a record (:meth:`LogSession.catch_up`).
+# check under ~250 us of Redis time); a worker further behind catches up first, by plain
+# reads of the log's chunks, ~0.05 us a record (:meth:`LogSession.catch_up`).
 _TAIL_BOUND = 128
 _ADD_BATCH = 1000
 # With a TTL, expired records leave a worker's copy every ttl / 4 seconds, at most

@@ -121,6 +121,13 @@ local function key_crcs(first, last) return column('h', 4, first, last) end
 
 local function tombstones_since(count) return redis.call('GETRANGE', TOMBS, count * 8, -1) end
 
+-- The reply to a worker whose copy is more than a script should scan behind the log:
+-- where the log ends, and what it is missing of the tombstones, so that it catches up
+-- by plain reads of the chunks (LogSession.catch_up), then calls again.
+local function behind(position, tombstones_seen)
+  return {'behind', N, position, tombstones_seen, tombstones_since(tombstones_seen)}
+end
+
 -- Whether a worker's copy of the log is not this log any more: Redis lost writes it had
 -- seen (a restart from an older snapshot, a promoted replica, a restored backup). Its
 -- state: position (records it holds), tombstones seen, and the fingerprint of its last
@@ -244,11 +251,11 @@ return {'synced', N, start, fingerprints(start, stop), key_crcs(start, stop), to
 # ARGV[5] the 8-byte fingerprint; [6] '1' to remove only the records whose key is
 # ARGV[7], '0' for all; [8..10] the mirror's position, tombstones and last fingerprint
 # (see diverged); [11] the longest tail scanned here; [12...] the mirrored records with
-# this fingerprint. Reply: {'removed', seq, ...} or {'behind'}.
+# this fingerprint. Reply: {'removed', seq, ...} or {'behind', ...} (see behind).
 _REMOVE = """
 local FP, ONE, KEY, P, BOUND = ARGV[5], ARGV[6] == '1', ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[11])
 if diverged(P, tonumber(ARGV[9]), ARGV[10]) then return {'reload'} end
-if N - P > BOUND then return {'behind'} end
+if N - P > BOUND then return behind(P, tonumber(ARGV[9])) end
 local seqs = {}
 for n = 12, #ARGV do seqs[#seqs + 1] = tonumber(ARGV[n]) end
 find_records(fingerprints(P, N), FP, 8, P, seqs)
@@ -259,11 +266,11 @@ return reply
 
 # ARGV[5] the key; [6] its CRC (4 bytes); [7..9] the mirror's position, tombstones and
 # last fingerprint (see diverged); [10] the longest tail scanned here; [11...] the
-# mirror's records with that CRC. Reply: {'removed', seq, ...} or {'behind'}.
+# mirror's records with that CRC. Reply: {'removed', seq, ...} or {'behind', ...} (see behind).
 _REMOVE_KEY = """
 local KEY, CRC, P, BOUND = ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[10])
 if diverged(P, tonumber(ARGV[8]), ARGV[9]) then return {'reload'} end
-if N - P > BOUND then return {'behind'} end
+if N - P > BOUND then return behind(P, tonumber(ARGV[8])) end
 local seqs = {}
 for n = 11, #ARGV do seqs[#seqs + 1] = tonumber(ARGV[n]) end
 local reply = {'removed'}

@@ -33,7 +33,8 @@ from __future__ import annotations
 # diverged); [16] the longest tail scanned here (longer: 'behind', the client catches up
 # first); [17] the key's CRC (4 bytes); [18] how many of the mirror's records have it,
 # m; [19 .. 18 + m] those records; [19 + m ...] the mirror's candidates. Reply:
-# {'stored' | 'found' | 'behind' | 'reload', records, tail fingerprints, tail key CRCs,
+# {'behind', ...} (see behind in the prelude), {'reload'}, or
+# {'stored' | 'found', records, tail fingerprints, tail key CRCs,
 # new tombstones, records of the key replaced, seq, key, a, b, seq, ...} (the confirmed
 # matches; a, b: b shingles in all, a in common, when compared exactly, else b = 0 and
 # a the sketch distance, -1: not compared).
@@ -44,7 +45,7 @@ local MIN_PERMILLE = tonumber(ARGV[12])
 local P, T, BOUND = tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[16])
 local CRC, KEY_RECORDS = ARGV[17], tonumber(ARGV[18])
 if diverged(P, T, ARGV[15]) then return {'reload'} end
-if N - P > BOUND then return {'behind'} end
+if N - P > BOUND then return behind(P, T) end
 local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
 
 local function popcount32(x)  -- bits set in a 32-bit word: no table to build (~2 us a sketch)

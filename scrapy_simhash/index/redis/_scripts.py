@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import redis
+from redis.client import Pipeline
 from redis.connection import Connection
 
 from ._client import is_no_meta, safe_url
@@ -26,7 +27,7 @@ class LogScripts:
     """The scripts of a namespace, run with its epoch, chunk size and TTL (see :meth:`adopt`)."""
 
     def __init__(self, client: redis.Redis, names: Names, wanted: dict[str, str], url: str) -> None:
-        self._names = names
+        self._client, self._names = client, names
         self._wanted = wanted
         self._where = f"Redis namespace {names.prefix!r} at {safe_url(url)}"
         self._scripts = {source: client.register_script(source)
@@ -39,7 +40,12 @@ class LogScripts:
         self._heads: dict[str, tuple[int, bytes]] = {}
         self.epoch = self.signature = ""
         self.chunk_records = 0
+        self._common_args: list[Any] = []  # ARGV[1..4] of every script: epoch, prefix, chunk size, TTL
         self.ttl: int | None = None
+
+    @property
+    def names(self) -> Names:
+        return self._names
 
     def adopt(self) -> None:
         """Take the namespace's meta (created from *wanted* if missing); refuse one that
@@ -52,7 +58,8 @@ class LogScripts:
         self.chunk_records = int(meta["chunk_records"])
         self.epoch = meta["epoch"]
         keys = self._names.script_keys
-        common = [*keys, self.epoch, self._names.prefix, self.chunk_records, int(self.ttl or 0)]
+        self._common_args = [self.epoch, self._names.prefix, self.chunk_records, int(self.ttl or 0)]
+        common = [*keys, *self._common_args]
         self._heads = {source: (3 + len(common), resp(["EVALSHA", script.sha, len(keys), *common]))
                        for source, script in self._scripts.items()}
 
@@ -68,6 +75,26 @@ class LogScripts:
                 raise
             return None
         return None if reply_text(reply[0]) == "reload" else list(reply)
+
+    def call_reading(
+        self, source: str, args: list[Any], ranges: list[tuple[str, int]]
+    ) -> tuple[list[Any] | None, list[bytes]]:
+        """:meth:`call`, then :meth:`read` *ranges*, in one ``MULTI``/``EXEC`` (redis-py's
+        pipeline): the reads see the log as the script saw it."""
+        pipe = self._client.pipeline(transaction=True)
+        self._scripts[source](keys=self._names.script_keys, args=[*self._common_args, *args], client=pipe)
+        try:
+            reply, *strings = _reading(pipe, ranges).execute()
+        except redis.ResponseError as exc:
+            if not is_no_meta(exc):
+                raise
+            return None, []
+        return (None if reply_text(reply[0]) == "reload" else list(reply)), strings
+
+    def read(self, ranges: list[tuple[str, int]]) -> list[bytes]:
+        """``GETRANGE name offset -1`` of each of *ranges*, pipelined. Redis spends ~0.05 us
+        a KB on a plain read, ~2 us a KB on a script's reply."""
+        return list(_reading(self._client.pipeline(transaction=False), ranges).execute())
 
     def _evalsha(self, source: str, command: bytes) -> Any:
         try:
@@ -104,6 +131,12 @@ _IDLE_LOCK = threading.Lock()
 def _idle_connections(pool: Any) -> list[Connection]:
     with _IDLE_LOCK:
         return _IDLE.setdefault(pool, [])
+
+
+def _reading(pipe: Pipeline, ranges: list[tuple[str, int]]) -> Pipeline:
+    for name, offset in ranges:
+        pipe.getrange(name, offset, -1)
+    return pipe
 
 
 def resp(args: Iterable[Any]) -> bytes:

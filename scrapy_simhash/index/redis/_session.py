@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any, NamedTuple, TypeVar
 
 from ._client import UnavailableAsIndexError, safe_url
 from ._layout import reply_text
@@ -20,13 +21,25 @@ from ._mirror import LogMirror
 from ._scripts import LogScripts
 from ..base import IndexUnavailableError
 
-# A worker behind catches up in slices of this many records at most (and within one chunk
-# of the log): Redis spends ~1.5 us a KB it reads into a script and returns, ~40 us a slice
-# (measured with benchmarks/bench_redis_tail.py), and serves no one else meanwhile.
-_SYNC_RECORDS = 2048
+# A worker behind catches up this many chunks of the log at a time (32,752 records, 393 KB):
+# one MULTI/EXEC of the sync script and plain reads of each chunk's fingerprints and key
+# CRCs, which cost Redis ~0.05 us a KB where a script's reply costs ~2 (measured with
+# benchmarks/bench_redis_tail.py); Redis serves others between two of them.
+_SYNC_CHUNKS = 8
+# The chunk strings a mirror holds, and their width a record: fingerprints, key CRCs.
+_COLUMNS = (("f", 8), ("h", 4))
 # Attempts of a call interrupted by catching up or by a reset namespace.
 _ATTEMPTS = 10
 _T = TypeVar("_T")
+
+
+class _Behind(NamedTuple):
+    """A script's answer that the mirror is too far behind (``behind`` in :mod:`._lua`)."""
+
+    records: int
+    position: int
+    tombstones_seen: int
+    tombstones: bytes
 
 
 class Retry(Exception):
@@ -50,7 +63,7 @@ class LogSession:
             self.reload()
             raise Retry
         if reply_text(reply[0]) == "behind":
-            self.catch_up()
+            self.catch_up(_Behind(int(reply[1]), int(reply[2]), int(reply[3]), reply[4]))
             raise Retry
         return reply
 
@@ -75,15 +88,61 @@ class LogSession:
             self.mirror.reset()
             self.catch_up()
 
-    def catch_up(self) -> None:
-        """Bring the mirror up to the end of the log (as it was when this started)."""
+    def catch_up(self, behind: _Behind | None = None) -> None:
+        """Bring the mirror up to the end of the log (as it was when this started); from
+        what a script answered *behind* if the mirror is still where it was then."""
         with self.lock:
-            self.mirror.catch_up(self.sync)
+            self.mirror.catch_up(partial(self.sync, behind=behind))
 
-    def sync(self, position: int, tombstones: int, last: bytes, limit: int = _SYNC_RECORDS) -> list[Any]:
-        """The sync script's reply: records in the log, the first one returned (past the
-        expired chunks), up to *limit* fingerprints from there, the new tombstones."""
-        return self.call(SYNC, [position, tombstones, last, limit])[1:]
+    def sync(
+        self, position: int, tombstones: int, last: bytes, limit: int | None = None, behind: _Behind | None = None
+    ) -> list[Any]:
+        """What the sync script tells (records in the log, the first one left past the
+        expired chunks, the new tombstones) and the fingerprints and key CRCs of the records
+        from that first one to the end of :data:`_SYNC_CHUNKS` chunks (none if *limit* is 0),
+        read as plain strings in the script's transaction; or, when *behind* is from this
+        *position*, the reads alone (:meth:`_read_behind`)."""
+        if limit == 0:
+            return self.call(SYNC, [position, tombstones, last, 0])[1:]
+        size = self.scripts.chunk_records
+        chunks = range(position // size, position // size + _SYNC_CHUNKS)
+        ranges = [(self.scripts.names.chunk(kind, chunk), max(0, position - chunk * size) * width)
+                  for chunk in chunks for kind, width in _COLUMNS]
+        read = self._read_behind(behind, position, tombstones, ranges) or self._read_synced(
+            position, tombstones, last, ranges
+        )
+        records, first, new_tombstones, strings = read  # first: position, or a later chunk's start
+        columns = [bytearray(), bytearray()]  # zeros where a chunk is gone, as the script reads it
+        for chunk, pair in zip(chunks, zip(strings[::2], strings[1::2])):
+            count = min(records, (chunk + 1) * size) - max(first, chunk * size)
+            for column, data, (_, width) in zip(columns, pair, _COLUMNS):
+                column += data[: count * width].ljust(count * width, b"\0") if count > 0 else b""
+        return [records, first, bytes(columns[0]), bytes(columns[1]), new_tombstones]
+
+    def _read_behind(
+        self, behind: _Behind | None, position: int, tombstones: int, ranges: list[tuple[str, int]]
+    ) -> tuple[int, int, bytes, list[bytes]] | None:
+        """*ranges* read after a script answered *behind* from this *position*: no sync
+        script needed, since records before the end of the log never change (a chunk gone
+        since holds expired records, which match nothing). ``None`` when *behind* is from
+        elsewhere, or the first chunk is gone (expired meanwhile: the sync script skips it)."""
+        if behind is None or (behind.position, behind.tombstones_seen) != (position, tombstones):
+            return None
+        strings = self.scripts.read(ranges)
+        size = self.scripts.chunk_records
+        if len(strings[0]) < 8 * min(behind.records - position, size - position % size):
+            return None
+        return behind.records, position, behind.tombstones, strings
+
+    def _read_synced(
+        self, position: int, tombstones: int, last: bytes, ranges: list[tuple[str, int]]
+    ) -> tuple[int, int, bytes, list[bytes]]:
+        """The sync script's answer and *ranges* read in its transaction."""
+        reply, strings = self.scripts.call_reading(SYNC, [position, tombstones, last, 0], ranges)
+        if reply is None:
+            self.reload()
+            raise Retry
+        return int(reply[1]), int(reply[2]), reply[5], strings
 
     def with_mirror(self, read: Callable[[LogMirror], _T]) -> _T:
         """*read* the mirror once caught up."""
