@@ -409,32 +409,30 @@ def test_stored_signature_reads_the_meta_only(redis_url: str) -> None:
     assert stored_signature("redis://127.0.0.1:1/0") == ""  # nothing there: opening it will say why
 
 
-def test_catching_up_reads_what_the_sync_script_reads(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_catching_up_reads_the_records_from_any_position(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker behind reads the log's chunks as plain strings, in the sync script's
-    transaction (:meth:`LogSession.sync`): the same records as the script's own reads, from
-    any position, across chunk ends and two transactions, and a mirror that matches."""
+    transaction (:meth:`LogSession.sync`): each record's fingerprint and key CRC, from any
+    position, across chunk ends and two transactions, and a mirror that matches."""
+    from scrapy_simhash.index._key_lookup import key_crc
     from scrapy_simhash.index.redis import _session
-    from scrapy_simhash.index.redis._lua import SYNC
+    from scrapy_simhash.index.redis._layout import encoded_key
 
     monkeypatch.setattr(_session, "_SYNC_CHUNKS", 2)
     entries = [(i * 0x9E3779B97F4A7C15 % 2**64, f"page-{i}") for i in range(3 * CHUNK_RECORDS + 300)]
+    log = [(7, "first"), *entries]
+    fingerprint_bytes = b"".join(fingerprint.to_bytes(8, "big") for fingerprint, _ in log)
+    crc_bytes = b"".join(key_crc(encoded_key(key)).to_bytes(4, "big") for _, key in log)
     with RedisIndex(redis_url, namespace="catch-up") as behind, RedisIndex(redis_url, namespace="catch-up") as writer:
         behind.add(7, "first")  # its mirror starts mid-chunk
         writer.add_many(entries)
         writer.remove(entries[5][0], entries[5][1])
-        session = behind._log
-        for position in (0, 1, CHUNK_RECORDS - 1, CHUNK_RECORDS, CHUNK_RECORDS + 17, len(entries), len(entries) + 1):
-            records, first, fingerprints, crcs, tombstones = session.sync(position, 0, b"")
-            script_fingerprints, script_crcs = b"", b""
-            while len(script_fingerprints) < len(fingerprints):
-                reply = session.call(SYNC, [first + len(script_fingerprints) // 8, 0, b"", CHUNK_RECORDS])
-                script_fingerprints, script_crcs = script_fingerprints + reply[3], script_crcs + reply[4]
-            assert (records, first) == (len(entries) + 1, position)
-            two_chunks = 2 * CHUNK_RECORDS - position % CHUNK_RECORDS
-            assert len(fingerprints) == 8 * min(len(entries) + 1 - position, two_chunks)
-            assert (fingerprints, crcs) == (script_fingerprints, script_crcs)
-            removed = (1 + 5).to_bytes(8, "big")  # the sequence number of entries[5]
-            assert tombstones == session.call(SYNC, [position, 0, b"", 0])[5] == removed
+        for position in (0, 1, CHUNK_RECORDS - 1, CHUNK_RECORDS, CHUNK_RECORDS + 17, len(log) - 1, len(log)):
+            records, first, fingerprints, crcs, tombstones = behind._log.sync(position, 0, b"")
+            count = min(len(log) - position, 2 * CHUNK_RECORDS - position % CHUNK_RECORDS)  # to the 2nd chunk's end
+            assert (records, first) == (len(log), position)
+            assert fingerprints == fingerprint_bytes[8 * position:][: 8 * count]
+            assert crcs == crc_bytes[4 * position:][: 4 * count]
+            assert tombstones == (1 + 5).to_bytes(8, "big")  # the sequence number of entries[5]
         assert behind.add_if_new(entries[-1][0], "copy") == Match(entries[-1][1], entries[-1][0], 0)
         assert behind.add_if_new(entries[5][0], "removed") is None
         assert sorted(behind.items()) == sorted(writer.items())

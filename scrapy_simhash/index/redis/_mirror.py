@@ -94,7 +94,7 @@ class LogMirror:
     def catch_up(self, read: Callable[[int, int, bytes], list[Any]]) -> None:
         """Mirror the rest of the log: ``read(position, tombstones seen, last fingerprint)``
         returns the records in the log, the first one it returns, their fingerprints and
-        key CRCs, and the new tombstones (the sync script's reply), a slice at a time."""
+        key CRCs, and the new tombstones (:meth:`LogSession.sync`), a slice at a time."""
         start = position = self.position
         last = self._last_fingerprint()
         pieces: list[npt.NDArray[np.uint64]] = []

@@ -103,7 +103,8 @@ class LogSession:
         read as plain strings in the script's transaction; or, when *behind* is from this
         *position*, the reads alone (:meth:`_read_behind`)."""
         if limit == 0:
-            return self.call(SYNC, [position, tombstones, last, 0])[1:]
+            records, first, new_tombstones = self.call(SYNC, [position, tombstones, last])[1:]
+            return [records, first, b"", b"", new_tombstones]
         size = self.scripts.chunk_records
         chunks = range(position // size, position // size + _SYNC_CHUNKS)
         ranges = [(self.scripts.names.chunk(kind, chunk), max(0, position - chunk * size) * width)
@@ -138,11 +139,11 @@ class LogSession:
         self, position: int, tombstones: int, last: bytes, ranges: list[tuple[str, int]]
     ) -> tuple[int, int, bytes, list[bytes]]:
         """The sync script's answer and *ranges* read in its transaction."""
-        reply, strings = self.scripts.call_reading(SYNC, [position, tombstones, last, 0], ranges)
+        reply, strings = self.scripts.call_reading(SYNC, [position, tombstones, last], ranges)
         if reply is None:
             self.reload()
             raise Retry
-        return int(reply[1]), int(reply[2]), reply[5], strings
+        return int(reply[1]), int(reply[2]), reply[3], strings
 
     def with_mirror(self, read: Callable[[LogMirror], _T]) -> _T:
         """*read* the mirror once caught up."""
