@@ -22,8 +22,10 @@ Clients search a mirror of the log (:mod:`._mirror`, fingerprints and key CRCs);
 check script (:mod:`._lua_check`), given its matches and position, atomically
 confirms them (live, and the pages alike, as
 :class:`~scrapy_simhash.core.sketch.Confirmation` tells), scans the records it has not
-seen and appends the new one when nothing was confirmed. Fingerprints stay 8 raw bytes (Lua
-numbers are doubles, 64-bit values would lose bits), compared byte by byte (a popcount table).
+seen and appends the new one when nothing was confirmed; the others (:mod:`._lua_log`)
+append batches, sync a mirror, remove records and read keys. This module holds their
+prelude, the layout's functions. Fingerprints stay 8 raw bytes (Lua numbers are doubles,
+64-bit values would lose bits), compared byte by byte (a popcount table).
 
 Every script takes KEYS = meta, counter, tombstones; ARGV[1..4] = epoch, key prefix,
 records a chunk, TTL seconds (0: none); it answers ``{'reload'}`` when the epoch is
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 from ...core.sketch import SKETCH_BYTES
 from ._lua_check import CHECK_BODY
+from ._lua_log import ADD_BODY, KEYS_BODY, REMOVE_BODY, REMOVE_KEY_BODY, SYNC_BODY
 
 _PRELUDE = """
 local META, COUNTER, TOMBS = KEYS[1], KEYS[2], KEYS[3]
@@ -211,91 +214,10 @@ local function remove_key_records(key, crc4, seqs, tail_crcs, first)
   return tombstone(find_records(tail_crcs, crc4, 4, first, seqs), key)
 end"""
 
-# ARGV[5] the fingerprints, 8 bytes each; [6] their sketches, concatenated (32 bytes,
-# zeros for none, and a short page's shingles); [7] their key CRCs, 4 bytes each; [8] the
-# sketches' sizes, 2 bytes each (big-endian); [9...] their keys. Reply: {'added', first seq}.
-_ADD = """
-local first, at = N, 1
-for n = 0, #ARGV - 9 do
-  local size = struct.unpack('>I2', string.sub(ARGV[8], n * 2 + 1, n * 2 + 2))
-  local sketch = string.sub(ARGV[6], at, at + size - 1)
-  at = at + size
-  append(string.sub(ARGV[5], n * 8 + 1, n * 8 + 8), ARGV[n + 9], sketch, string.sub(ARGV[7], n * 4 + 1, n * 4 + 4))
-end
-redis.call('SET', COUNTER, N)
-return {'added', first}
-"""
-
-# ARGV[5] the mirror's position; [6] its tombstones; [7] its last fingerprint (see
-# diverged). Reply: {'synced', records, the first record left, new tombstones}: with a
-# TTL, expired chunks are skipped (chunks expire in order: a binary search finds the first
-# one left). The client reads the records from there in the same transaction
-# (LogSession.sync): a script's reply would cost Redis ~40x more a KB than plain reads.
-_SYNC = """
-local P, T = tonumber(ARGV[5]), tonumber(ARGV[6])
-if diverged(P, T, ARGV[7]) then return {'reload'} end
-local start = P
-if TTL > 0 and P < N and redis.call('EXISTS', name('f', floor(P / CHUNK))) == 0 then
-  local low, high = floor(P / CHUNK) + 1, floor((N - 1) / CHUNK) + 1
-  while low < high do
-    local mid = floor((low + high) / 2)
-    if redis.call('EXISTS', name('f', mid)) == 1 then high = mid else low = mid + 1 end
-  end
-  start = math.min(N, low * CHUNK)
-end
-return {'synced', N, start, tombstones_since(T)}
-"""
-
-# ARGV[5] the 8-byte fingerprint; [6] '1' to remove only the records whose key is
-# ARGV[7], '0' for all; [8..10] the mirror's position, tombstones and last fingerprint
-# (see diverged); [11] the longest tail scanned here; [12...] the mirrored records with
-# this fingerprint. Reply: {'removed', seq, ...} or {'behind', ...} (see behind).
-_REMOVE = """
-local FP, ONE, KEY, P, BOUND = ARGV[5], ARGV[6] == '1', ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[11])
-if diverged(P, tonumber(ARGV[9]), ARGV[10]) then return {'reload'} end
-if N - P > BOUND then return behind(P, tonumber(ARGV[9])) end
-local seqs = {}
-for n = 12, #ARGV do seqs[#seqs + 1] = tonumber(ARGV[n]) end
-find_records(fingerprints(P, N), FP, 8, P, seqs)
-local reply = {'removed'}
-for _, seq in ipairs(tombstone(seqs, ONE and KEY or nil)) do reply[#reply + 1] = seq end
-return reply
-"""
-
-# ARGV[5] the key; [6] its CRC (4 bytes); [7..9] the mirror's position, tombstones and
-# last fingerprint (see diverged); [10] the longest tail scanned here; [11...] the
-# mirror's records with that CRC. Reply: {'removed', seq, ...} or {'behind', ...} (see behind).
-_REMOVE_KEY = """
-local KEY, CRC, P, BOUND = ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[10])
-if diverged(P, tonumber(ARGV[8]), ARGV[9]) then return {'reload'} end
-if N - P > BOUND then return behind(P, tonumber(ARGV[8])) end
-local seqs = {}
-for n = 11, #ARGV do seqs[#seqs + 1] = tonumber(ARGV[n]) end
-local reply = {'removed'}
-for _, seq in ipairs(remove_key_records(KEY, CRC, seqs, key_crcs(P, N), P)) do reply[#reply + 1] = seq end
-return reply
-"""
-
-# ARGV[5...] sequence numbers. Reply: {'keys', key or nil, ...} (nil: gone).
-_KEYS = """
-local reply = {'keys'}
-for n = 5, #ARGV do
-  local seq = tonumber(ARGV[n])
-  reply[n - 3] = live(seq) and key_of(seq)
-end
-return reply
-"""
-
-# KEYS[1] meta; ARGV: field, value, ... Creates it unless it exists; replies with the meta in force.
-ENSURE_META = """
-if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('HSET', KEYS[1], unpack(ARGV)) end
-return redis.call('HGETALL', KEYS[1])
-"""
-
 _PRELUDE = _PRELUDE.replace("SKETCH_BYTES", str(SKETCH_BYTES))
 CHECK = _PRELUDE + CHECK_BODY
-ADD = _PRELUDE + _ADD
-SYNC = _PRELUDE + _SYNC
-REMOVE = _PRELUDE + _REMOVE
-REMOVE_KEY = _PRELUDE + _REMOVE_KEY
-KEYS_OF = _PRELUDE + _KEYS
+ADD = _PRELUDE + ADD_BODY
+SYNC = _PRELUDE + SYNC_BODY
+REMOVE = _PRELUDE + REMOVE_BODY
+REMOVE_KEY = _PRELUDE + REMOVE_KEY_BODY
+KEYS_OF = _PRELUDE + KEYS_BODY

@@ -20,7 +20,8 @@ from redis.connection import Connection
 
 from ._client import is_no_meta, safe_url
 from ._layout import Names, check_meta, parse_meta, reply_text
-from ._lua import ADD, CHECK, ENSURE_META, KEYS_OF, REMOVE, REMOVE_KEY, SYNC
+from ._lua import ADD, CHECK, KEYS_OF, REMOVE, REMOVE_KEY, SYNC
+from ._lua_log import ENSURE_META
 
 
 class LogScripts:

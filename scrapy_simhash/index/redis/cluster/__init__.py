@@ -58,7 +58,7 @@ from ..._design_choice import choose_design
 from ...base import DEFAULT_MIN_SIMILARITY, IndexUnavailableError, Match, SimhashIndex, SimhashIndexError, Verdict, own_match
 from .._client import UnavailableAsIndexError, connect_cluster, safe_url
 from .._layout import check_signature, parse_meta
-from .._lua import ENSURE_META
+from .._lua_log import ENSURE_META
 from ._check import CheckRun, Outcome, Page
 from ._layout import KEPT, READ_FORMATS, ClusterNames, design_of, new_cluster_meta
 from ._records import Candidate, RecordReader
