@@ -3,7 +3,7 @@
 Each is built when a C compiler and Python's headers are there; without them the
 install goes on and the same code runs in Python (same results, slower):
 
-- ``scrapy_simhash.index._scan``: the index probe (else NumPy);
+- ``scrapy_simhash.index._scan`` (``index/scan_c/``): the index probe (else NumPy);
 - ``scrapy_simhash.core._features`` (``core/features_c/``): tokens -> shingle hashes and
   counts, and SimHash votes (else regex + NumPy);
 - ``scrapy_simhash.core._extract`` (``core/extract_c/``): main-content extraction on lxml's
@@ -16,6 +16,7 @@ from pathlib import Path
 from setuptools import Extension, setup
 
 CORE = Path("scrapy_simhash", "core")
+INDEX = Path("scrapy_simhash", "index")
 
 
 def _lxml_include_dirs() -> list[str]:
@@ -47,7 +48,7 @@ _LXML_INCLUDES = _lxml_include_dirs()
 
 setup(
     ext_modules=[
-        Extension("scrapy_simhash.index._scan", ["scrapy_simhash/index/_scan.c"], optional=True),
+        _c_extension("scrapy_simhash.index._scan", INDEX / "scan_c"),
         _c_extension("scrapy_simhash.core._features", CORE / "features_c"),
         # The lxml it is built against is recorded: content.py runs it only with that lxml
         # (and its libxml2), whose structures it reads.

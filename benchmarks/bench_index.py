@@ -365,7 +365,7 @@ def main() -> None:
         "\ntraced_B: bytes tracemalloc saw the bulk build keep allocated, per fingerprint;"
         "\nkeys_B: the keys (UTF-8 buffer + offsets); sketch_B: the minwise sketches; p50/p99: single add_if_new, microseconds;"
         "\nsimhash (PyPI): index_B is RSS growth of the build and includes its keys."
-        f"\nThe index's probe: {probe_kernel()} (\"c\": scrapy_simhash/index/_scan.c, built at install;"
+        f"\nThe index's probe: {probe_kernel()} (\"c\": scrapy_simhash/index/scan_c/, built at install;"
         " \"numpy\": the fallback where it was not built)."
     )
 

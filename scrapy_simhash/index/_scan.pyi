@@ -1,4 +1,4 @@
-# The C probe (_scan.c); see _buckets.SortedBuckets.matches and WriteBuffer.matches.
+# The C probe (scan_c/); see _buckets.SortedBuckets.matches and WriteBuffer.matches.
 from array import array
 
 import numpy as np
