@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
     from scrapy.http import Request, Response
+    from scrapy.settings import BaseSettings
 
     from .core.fingerprinter import FingerprintResult
 
@@ -85,6 +86,16 @@ class SimhashMiddleware:
         self._checker = NearDuplicateChecker(
             crawler, self.config, kind="page", stats_prefix="simhash", logger=logger
         )
+        self._follow_dropped = self.config.follow_dropped
+        if self._follow_dropped != "never" and not _enabled(crawler.settings, "SimhashSpiderMiddleware"):
+            # A followed page's items would be kept: drop near-duplicates with their links.
+            logger.warning(
+                "SIMHASH_FOLLOW_DROPPED=%(value)r needs scrapy_simhash.SimhashSpiderMiddleware in"
+                " SPIDER_MIDDLEWARES (the add-on enables it) to drop a followed page's items:"
+                " near-duplicates are dropped with their links",
+                {"value": self._follow_dropped},
+            )
+            self._follow_dropped = "never"
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -115,8 +126,8 @@ class SimhashMiddleware:
         pages only it links to: it is followed, but only one step away from a kept page,
         so that a chain of copies (a calendar, a trap) stops at its second link.
         """
-        if self.config.follow_dropped != "siblings":
-            return self.config.follow_dropped == "always"
+        if self._follow_dropped != "siblings":
+            return self._follow_dropped == "always"
         if request.meta.get(VIA_DROPPED_KEY):
             return False
         name, original_name = document_name(url), document_name(original)
@@ -151,6 +162,15 @@ class SimhashMiddleware:
             return await self._checker.check(page.fingerprint, response.url, host, page.wildcard, page.sketch)
         except IndexUnavailableError as exc:
             raise IgnoreRequest(f"Simhash index unavailable (SIMHASH_ON_INDEX_ERROR='fail'): {exc}") from exc
+
+
+def _enabled(settings: BaseSettings, name: str) -> bool:
+    """Whether scrapy_simhash's component *name* is in ``SPIDER_MIDDLEWARES`` (by class or path)."""
+    for component, priority in settings.getwithbase("SPIDER_MIDDLEWARES").items():
+        path = component if isinstance(component, str) else f"{component.__module__}.{component.__qualname__}"
+        if priority is not None and path.startswith("scrapy_simhash.") and path.rpartition(".")[2] == name:
+            return True
+    return False
 
 
 def document_name(url: str) -> str:

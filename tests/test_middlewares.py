@@ -29,9 +29,13 @@ from scrapy_simhash import (
 ARTICLE = (DEMO_SITE / "articles" / "coffee-roasting.html").read_bytes()
 OTHER_ARTICLE = (DEMO_SITE / "articles" / "compost.html").read_bytes()
 SHORT_PAGE = b"<html><body><p>Nothing much here.</p></body></html>"
+#: What the add-on enables beside the middleware: it drops the items of followed near-duplicates.
+WITH_SPIDER_MIDDLEWARE = {"scrapy_simhash.SimhashSpiderMiddleware": 950}
 
 
 def middleware(**settings: Any) -> SimhashMiddleware:
+    """The middleware of a crawler whose settings also enable the spider middleware, as the add-on does."""
+    settings.setdefault("SPIDER_MIDDLEWARES", WITH_SPIDER_MIDDLEWARE)
     return build_from_crawler(SimhashMiddleware, get_crawler(settings_dict=settings))
 
 
@@ -179,6 +183,17 @@ def test_a_sibling_goes_on_for_its_links_unless_a_dropped_page_led_to_it() -> No
     process(never, html_response("http://a.example/coffee"))
     with pytest.raises(NearDuplicatePage):
         process(never, html_response("http://a.example/coffee-beans"))
+
+
+def test_without_the_spider_middleware_no_near_duplicate_is_followed(caplog: pytest.LogCaptureFixture) -> None:
+    """A followed page's items would be kept: the middleware says so and drops siblings too."""
+    with caplog.at_level(logging.WARNING, logger="scrapy_simhash"):
+        mw = middleware(SPIDER_MIDDLEWARES={})
+    assert any("SimhashSpiderMiddleware" in record.getMessage() for record in caplog.records)
+    process(mw, html_response("http://a.example/coffee"))
+    with pytest.raises(NearDuplicatePage):
+        process(mw, html_response("http://a.example/coffee-beans"))
+    assert "simhash/dropped/followed" not in stats(mw)
 
 
 def test_only_the_first_drop_is_logged_without_debug(caplog: pytest.LogCaptureFixture) -> None:
