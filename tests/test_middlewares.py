@@ -427,3 +427,25 @@ def test_a_page_refetched_within_one_crawl_is_seen_again_not_unchanged(tmp_path:
     assert stats(resumed)["simhash/seen_again"] == 1
     assert "simhash/unchanged" not in stats(resumed)
 
+
+
+def test_a_reopened_store_has_its_key_lookup_built_before_the_first_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """replace_if_new finds a page's earlier records by the CRCs of every key: built when
+    the crawl opens the index, not by its first check, on the reactor (5 s at 10M pages)."""
+    from scrapy_simhash.index import _key_lookup
+
+    store = str(tmp_path / "simhash.index")
+    with open_index(store) as index:
+        index.add_many((n * 0x9E3779B97F4A7C15 % 2**64, f"http://a.example/{n}") for n in range(5000))
+    mw = middleware(SIMHASH_INDEX=store)
+
+    def no_crcs(*args: Any) -> list[int]:
+        raise AssertionError("a check computed the keys' CRCs")
+
+    monkeypatch.setattr(_key_lookup, "crcs_of_keys", no_crcs)
+    page = html_response("http://a.example/17")
+    assert process(mw, page) is page
+    assert stats(mw)["simhash/changed"] == 1  # its record of the first run found, by key, and replaced
+    mw._checker.spider_closed()

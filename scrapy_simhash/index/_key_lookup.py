@@ -170,10 +170,14 @@ class KeyLookup:
     def __init__(self) -> None:
         self._table = CrcTable()
 
-    def rows_of(self, key: str, keys: KeyStore) -> list[int]:
-        """The rows of *keys* that hold *key*, oldest first."""
+    def catch_up(self, keys: KeyStore) -> None:
+        """Add the CRCs of the rows of *keys* added since the last call."""
         if self._table.rows < len(keys):
             self._table.extend(crcs_of_keys(keys.buffer, keys.ends, self._table.rows))
+
+    def rows_of(self, key: str, keys: KeyStore) -> list[int]:
+        """The rows of *keys* that hold *key*, oldest first."""
+        self.catch_up(keys)
         encoded = encode_key(key)
         return [row for row in self._table.rows_with(key_crc(encoded)) if keys.encoded(row) == encoded]
 

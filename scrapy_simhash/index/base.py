@@ -276,6 +276,11 @@ class SimhashIndex(ABC):
     def flush(self) -> None:
         """Make everything acknowledged so far durable (no-op where it already is)."""
 
+    def prepare_key_lookups(self) -> None:
+        """Build now what finding a key's records needs (:meth:`replace_if_new`,
+        :meth:`fingerprints_of`), where the first such call would (a no-op where nothing is
+        built): a crawl does it when it opens the index, so that no check waits for it."""
+
     def close(self) -> None:
         """Release files and connections; the index is unusable afterwards."""
 

@@ -159,6 +159,9 @@ class DiskIndex(SimhashIndex):
     def flush(self) -> None:
         self._store.flush()
 
+    def prepare_key_lookups(self) -> None:
+        self._memory.prepare_key_lookups()
+
     def close(self) -> None:
         if self._store is None:
             return

@@ -77,7 +77,7 @@ class MemoryIndex(SimhashIndex):
         self._keys = KeyStore()
         self._sketches = SketchStore()
         self._removed: set[int] = set()
-        self._key_lookup: KeyLookup | None = None  # built by the first search by key
+        self._key_lookup: KeyLookup | None = None  # built by the first search by key (or prepare_key_lookups)
         #: Rows kept in the write buffer before a merge (None: the default bound).
         self.buffer_limit: int | None = None
         self._reset_tables(np.empty(0, dtype=np.uint64))
@@ -179,11 +179,17 @@ class MemoryIndex(SimhashIndex):
         hints = self._hints.values
         return [self._tables.fingerprint_of(row, int(hints[row])) for row in self._rows_of_key(key)]
 
+    def prepare_key_lookups(self) -> None:
+        self._lookup().catch_up(self._keys)  # every key's CRC, sorted in (5.2 s for 10M keys)
+
     def _rows_of_key(self, key: str) -> list[int]:
         """The live rows stored under *key*, oldest first."""
+        return [row for row in self._lookup().rows_of(key, self._keys) if row not in self._removed]
+
+    def _lookup(self) -> KeyLookup:
         if self._key_lookup is None:
             self._key_lookup = KeyLookup()
-        return [row for row in self._key_lookup.rows_of(key, self._keys) if row not in self._removed]
+        return self._key_lookup
 
     def __len__(self) -> int:
         return len(self._hints) - len(self._removed)
