@@ -2,23 +2,65 @@
 
 from __future__ import annotations
 
+import logging
 import random
+from typing import Any
 
+import numpy as np
 import pytest
 
 from scrapy_simhash.index import _merge
-from scrapy_simhash.index._key_lookup import CrcTable, KeyLookup, crcs_of_keys, key_crc
+from scrapy_simhash.index import _key_lookup
+from scrapy_simhash.index._key_lookup import CrcTable, KeyLookup, crcs_of_keys, key_crc, python_crcs_of_keys
 from scrapy_simhash.index._storage import KeyStore
 from scrapy_simhash.index.brute import BruteForceIndex
 from scrapy_simhash.index.memory import MemoryIndex
 
 
 @pytest.mark.parametrize("start", [0, 1, 3, 5, 6])
-def test_crcs_of_keys_in_one_pass_are_each_keys_crc(start: int) -> None:
+@pytest.mark.parametrize("crcs_of", [crcs_of_keys, python_crcs_of_keys], ids=["c-if-built", "python"])
+def test_crcs_of_keys_in_one_pass_are_each_keys_crc(start: int, crcs_of: Any) -> None:
     keys = KeyStore.from_keys(["https://a.example/x", "", "ü/é?q=1#f", "https://a.example/x", "中文/页面", "z"])
-    assert crcs_of_keys(keys.buffer, keys.ends, start) == [key_crc(keys.encoded(row)) for row in range(start, len(keys))]
+    expected = [key_crc(keys.encoded(row)) for row in range(start, len(keys))]
+    assert crcs_of(keys.buffer, keys.ends, start).tolist() == expected
     keys.extend(["after a view was held"])  # the buffer still grows: no view outlives the call
-    assert crcs_of_keys(keys.buffer, keys.ends, 6) == [key_crc("after a view was held".encode())]
+    assert crcs_of(keys.buffer, keys.ends, 6).tolist() == [key_crc("after a view was held".encode())]
+
+
+@pytest.mark.skipif(_key_lookup._scan is None, reason="the index's C code was not built")
+def test_the_c_key_crcs_are_zlibs() -> None:
+    rng = np.random.default_rng(5)
+    for size in (0, 1, 100, 5000):
+        data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+        ends = np.sort(rng.integers(0, size + 1, 300, dtype=np.uint64))
+        for start in (0, 1, 299, 300):
+            assert crcs_of_keys(data, ends, start).tolist() == python_crcs_of_keys(data, ends, start).tolist()
+    with pytest.raises(ValueError, match="ends"):
+        crcs_of_keys(b"abc", np.array([2, 1], dtype=np.uint64))
+    with pytest.raises(ValueError, match="ends"):
+        crcs_of_keys(b"abc", np.array([4], dtype=np.uint64))
+
+
+def test_the_c_key_crcs_switch_off_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SIMHASH_C_PROBE=0 (the switch of the index's C code) or a mismatch: zlib runs."""
+    monkeypatch.setenv("SIMHASH_C_PROBE", "0")
+    assert _key_lookup.c_crcs_mismatch() == "SIMHASH_C_PROBE=0"
+    monkeypatch.delenv("SIMHASH_C_PROBE")
+
+    class Wrong:
+        @staticmethod
+        def key_crcs(data: bytes, ends: Any, start: int) -> bytes:
+            return bytes(4 * (len(ends) - start))
+
+    monkeypatch.setattr(_key_lookup, "_scan", Wrong)
+    assert _key_lookup.c_crcs_mismatch() == "they differ from zlib's on a sample"
+    with caplog.at_level(logging.WARNING, logger="scrapy_simhash"):
+        _key_lookup.check_c_crcs()  # as at import
+    assert _key_lookup._scan is None and "in Python, not in C" in caplog.text
+    keys = KeyStore.from_keys(["a", "b"])
+    assert crcs_of_keys(keys.buffer, keys.ends).tolist() == [key_crc(b"a"), key_crc(b"b")]
 
 
 def test_crc_table_finds_every_row_across_merges_and_cuts() -> None:

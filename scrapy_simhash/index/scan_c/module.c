@@ -1,5 +1,6 @@
 /* The probe of the in-memory permutation index, in C: the module _scan, built from this
- * folder's files (sorted.c: the sorted tables; buffer.c: the write buffer; args.c: arguments).
+ * folder's files (sorted.c: the sorted tables; buffer.c: the write buffer; args.c: arguments;
+ * crc.c: the key CRCs of a key store).
  * Mirrors: the NumPy and Python code
  * of _buckets.SortedBuckets.matches and WriteBuffer.matches, the readable twin, held equal
  * by tests/test_index_scan.py and checked against it on a sample when _buckets loads (a
@@ -27,6 +28,9 @@ static PyMethodDef methods[] = {
     {"buffer_add", (PyCFunction)(void (*)(void))scan_buffer_add, METH_FASTCALL,
      "buffer_add($module, layout, newests, olders, fingerprints, row, fingerprint, /)\n--\n\n"
      "Append a row to a write buffer (its fingerprints and per-table chains); its table-0 key."},
+    {"key_crcs", (PyCFunction)(void (*)(void))scan_key_crcs, METH_FASTCALL,
+     "key_crcs($module, data, ends, start, /)\n--\n\n"
+     "zlib's CRC-32 of keys start... of data, stored back to back and ending at ends: 4 bytes each, native order."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -38,5 +42,6 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__scan(void)
 {
+    scan_crc_init();
     return PyModule_Create(&module);
 }

@@ -56,4 +56,8 @@ PyObject *scan_sorted_matches(PyObject *module, PyObject *const *args, Py_ssize_
 PyObject *scan_buffer_matches(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *scan_buffer_add(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
+/* crc.c: the key CRCs of a key store */
+void scan_crc_init(void);
+PyObject *scan_key_crcs(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
 #endif
