@@ -24,7 +24,7 @@ def test_crcs_of_keys_in_one_pass_are_each_keys_crc(start: int, crcs_of: Any) ->
     expected = [key_crc(keys.encoded(row)) for row in range(start, len(keys))]
     assert crcs_of(keys.buffer, keys.ends, start).tolist() == expected
     keys.extend(["after a view was held"])  # the buffer still grows: no view outlives the call
-    assert crcs_of(keys.buffer, keys.ends, 6).tolist() == [key_crc("after a view was held".encode())]
+    assert crcs_of(keys.buffer, keys.ends, 6).tolist() == [key_crc(b"after a view was held")]
 
 
 @pytest.mark.skipif(_key_lookup._scan is None, reason="the index's C code was not built")

@@ -17,6 +17,7 @@ import os
 import zlib
 from array import array
 from collections.abc import Iterator, Sequence
+from itertools import pairwise
 
 import numpy as np
 import numpy.typing as npt
@@ -57,7 +58,7 @@ def python_crcs_of_keys(
     call a key (~0.36 µs a key: 3.5 of the 5.4 s a 10M-page index's lookup took to build)."""
     bounds = [int(ends[start - 1]) if start else 0, *ends[start:].tolist()]
     with memoryview(data) as view:
-        crcs = (zlib.crc32(view[low:high]) for low, high in zip(bounds, bounds[1:]))
+        crcs = (zlib.crc32(view[low:high]) for low, high in pairwise(bounds))
         return np.fromiter(crcs, dtype=np.uint32, count=len(bounds) - 1)
 
 
