@@ -9,7 +9,7 @@ the event loop for network backends), tells an unchanged page from one this craw
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from scrapy import signals
 from scrapy.utils.asyncio import run_in_thread
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from scrapy.http import TextResponse
 
     from .config import SimhashSettings
+
+_T = TypeVar("_T")
 
 
 class NearDuplicateChecker:
@@ -113,25 +115,28 @@ class NearDuplicateChecker:
         """
         self.count("checked")
         if self._outage.skipping():  # a failing index, left alone for a while (:mod:`._outage`)
-            self.count("index_error/skipped")
-            self._index_error(IndexUnavailableError(f"not asked for {self._outage.pause:g} s after a failure"))
+            self._skipped()
             return None
         # Before the index records it: a crawl killed in between knows the key on resume.
         checked_before = self._checked.check_in(key)
+        failures = self._outage.failures
         try:
             if self._in_thread:
-                verdict = await run_in_thread(self._replace_if_new, fingerprint, key, host, wildcard, sketch)
+                verdict = await run_in_thread(self._ask, failures, self._replace_if_new, fingerprint, key, host,
+                                              wildcard, sketch)
             else:
                 if not self._indexes.is_open(host):  # a new host's index (SIMHASH_SCOPE="domain"):
-                    await run_in_thread(self._index_for, host)  # opened off the reactor (reads a store)
-                verdict = self._replace_if_new(fingerprint, key, host, wildcard, sketch)
+                    await run_in_thread(self._ask, failures, self._index_for, host)  # opened off the reactor
+                verdict = self._ask(failures, self._replace_if_new, fingerprint, key, host, wildcard, sketch)
         except IndexUnavailableError as exc:
-            self._outage.failed()
-            self._index_error(exc)
+            self._index_error(exc)  # (the outage heard of it in _ask)
             return None
         except BaseException:
             self._outage.probe_over()
             raise
+        if verdict is None:  # an outage began while the call waited for a worker thread
+            self._skipped()
+            return None
         if self._index_errors:
             self._index_back()
             self._outage.recovered()
@@ -188,6 +193,25 @@ class NearDuplicateChecker:
             self.count(f"skipped/{result.skip_reason or 'no_text'}")
             return None
         return result
+
+    def _skipped(self) -> None:
+        """A check that left the failing index alone: its page is kept unchecked."""
+        self.count("index_error/skipped")
+        self._index_error(IndexUnavailableError(f"not asked for {self._outage.pause:g} s after a failure"))
+
+    def _ask(self, failures: int, call: Callable[..., _T], *args: Any) -> _T | None:
+        """*call(*args)* on the index (in a worker thread for Redis), or ``None`` without asking
+        when an outage began since the check was let through (at *failures*, see
+        :meth:`Outage.began_since`): it waited for a thread behind calls that waited out the
+        timeout. A failure is noted here, at once: the thread takes up its next call before
+        the event loop hears of this one."""
+        if self._outage.began_since(failures):
+            return None
+        try:
+            return call(*args)
+        except IndexUnavailableError:
+            self._outage.failed()
+            raise
 
     def _replace_if_new(
         self, fingerprint: int, key: str, host: str, wildcard: int, sketch: bytes | None

@@ -3,12 +3,14 @@ index; Redis stopped in the middle of a crawl and started again."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
 import signal
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +18,11 @@ import pytest
 from conftest import CRAWL_SETTINGS, EXAMPLE_PROJECT, CorpusSample, RecordingSpider, crawl
 from redis_server import RedisServer, own_redis_server  # noqa: F401  (fixture)
 from scrapy import signals
+from scrapy.utils.test import get_crawler
 
 from scrapy_simhash import _outage
+from scrapy_simhash._glue import NearDuplicateChecker
+from scrapy_simhash.config import SimhashSettings
 from scrapy_simhash.index import DiskIndex
 
 # A crawl by the demo spider (start URL, settings as JSON, example project's path), in
@@ -142,6 +147,44 @@ def test_a_hung_redis_costs_one_timeout_per_pause_not_one_per_page(
     assert len(crawler.spider.items) == len(fetched) - 2  # every page reached its callback (robots.txt aside)
 
 
+def test_checks_queued_for_a_thread_behind_a_hung_redis_do_not_ask_it_in_turn(
+    own_redis_server: RedisServer,
+) -> None:
+    """Checks let through before Redis was seen to hang wait for a worker thread behind
+    those waiting out the socket timeout: once one of those failed, the rest leave Redis
+    alone when their thread takes them up, instead of each waiting out the timeout in
+    turn (the last items of a crawl passed its pipeline at about one a second)."""
+    crawler = get_crawler(settings_dict={"SIMHASH_INDEX": own_redis_server.url})
+    checker = NearDuplicateChecker(crawler, SimhashSettings.from_settings(crawler.settings), kind="item",
+                                   stats_prefix="simhash/items", logger=logging.getLogger(__name__))
+    threads, checks = 2, 8
+    asked: list[str] = []
+    replace_if_new = checker._replace_if_new
+
+    def asking(fingerprint: int, key: str, *args: Any) -> Any:
+        asked.append(key)
+        return replace_if_new(fingerprint, key, *args)
+
+    checker._replace_if_new = asking  # type: ignore[method-assign]
+
+    async def check_all() -> list[Any]:
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(threads))
+        return await asyncio.gather(*(checker.check(0x9E37_79B9_7F4A_7C15 * n % 2**64, f"http://h/{n}")
+                                      for n in range(1, checks + 1)))
+
+    os.kill(own_redis_server.pid, signal.SIGSTOP)
+    try:
+        results = asyncio.run(check_all())
+    finally:
+        os.kill(own_redis_server.pid, signal.SIGCONT)
+    checker.spider_closed()
+    stats = crawler.stats.get_stats()
+    assert results == [None] * checks  # all kept, unchecked
+    assert asked == ["http://h/1", "http://h/2"]  # one call a thread asked Redis and waited
+    assert stats["simhash/items/index_error"] == checks
+    assert stats["simhash/items/index_error/skipped"] == checks - threads
+
+
 def test_the_pause_after_a_failure_doubles_up_to_its_bound_and_ends_with_a_success() -> None:
     now = [100.0]
     outage = _outage.Outage(clock=lambda: now[0])
@@ -175,3 +218,19 @@ def test_past_the_pause_one_call_probes_the_index_and_the_others_skip_until_it_e
     assert [outage.skipping() for _ in range(2)] == [False, True]
     outage.recovered()
     assert not any(outage.skipping() for _ in range(3))  # no outage: every call asks
+
+
+def test_a_call_let_through_before_an_outage_began_leaves_the_index_alone_when_taken_up() -> None:
+    """A call waits for a worker thread after it is let through: when its thread takes it
+    up, it asks the index only if no outage began meanwhile (or that outage is over)."""
+    now = [100.0]
+    outage = _outage.Outage(clock=lambda: now[0])
+    let_through = outage.failures
+    assert not outage.began_since(let_through)
+    outage.failed()  # another call, taken up earlier, waited out the timeout
+    assert outage.began_since(let_through)
+    now[0] += outage.pause
+    assert not outage.skipping()  # the probe, let through after the failure, asks
+    assert not outage.began_since(outage.failures)
+    outage.recovered()
+    assert not outage.began_since(let_through)  # the outage is over: a call still waiting asks
