@@ -111,3 +111,25 @@ def test_always_follows_every_near_duplicate(sibling_site: str) -> None:
 def test_document_name(url: str, name: str) -> None:
     assert document_name(url) == name
 
+
+
+@pytest.fixture(scope="module")
+def calendar_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A crawler trap: 40 day pages of an empty calendar, each linking to the next, each a
+    near-duplicate of the one before under another name."""
+    site = tmp_path_factory.mktemp("calendar")
+    for day in range(40):
+        (site / f"day-{day}.html").write_text(page(f"Day {day}", prose(7), [f"day-{day + 1}.html"]))
+    server = start_server(site)
+    yield f"http://127.0.0.1:{server.server_address[1]}/day-0.html"
+    server.shutdown()
+
+
+def test_a_chain_of_siblings_is_followed_one_step_only(calendar_site: str) -> None:
+    crawler, items, drops = _crawl(calendar_site, None)
+    assert items == {"day-0.html"}
+    assert drops == {"day-2.html"}  # reached through day 1, a followed sibling: not followed
+    assert crawler.stats.get_value("simhash/dropped/followed") == 1
+    assert crawler.stats.get_value("response_received_count") == 3
+    everything, _, _ = _crawl(calendar_site, "always")
+    assert everything.stats.get_value("simhash/dropped/followed") == 39  # the whole trap
