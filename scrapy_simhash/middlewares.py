@@ -66,9 +66,14 @@ class SimhashMiddleware:
     With ``SIMHASH_ACTION = "drop"`` (the default) a near-duplicate raises
     :exc:`~scrapy_simhash.NearDuplicatePage`, an :exc:`~scrapy.exceptions.IgnoreRequest`:
     the callback is not called and the page's links are not followed. That is
-    usually right: a page that repeats another one links to what the original
-    links to, and following a duplicate is how crawlers fall into session-id and
+    right for a copy: a page that repeats another one links to what the original
+    links to, and following copies is how crawlers fall into session-id and
     mirror traps. An errback sees it with ``failure.check(NearDuplicatePage)``.
+    A *sibling*, a near-duplicate named as another document than its original
+    (:func:`document_name`), may link to pages only it links to: with
+    ``SIMHASH_FOLLOW_DROPPED = "siblings"`` (the default) it reaches its callback, for its
+    links, one step away from a kept page, and :class:`SimhashSpiderMiddleware` drops its
+    items (:meth:`_follows`).
     With ``SIMHASH_ACTION = "mark"`` the response goes on to the callback with the
     match in ``response.meta["simhash"]`` and the spider decides.
 
@@ -87,7 +92,7 @@ class SimhashMiddleware:
             crawler, self.config, kind="page", stats_prefix="simhash", logger=logger
         )
         self._follow_dropped = self.config.follow_dropped
-        if self._follow_dropped != "never" and not _enabled(crawler.settings, "SimhashSpiderMiddleware"):
+        if self._follow_dropped != "never" and not _spider_middleware_enabled(crawler.settings):
             # A followed page's items would be kept: drop near-duplicates with their links.
             logger.warning(
                 "SIMHASH_FOLLOW_DROPPED=%(value)r needs scrapy_simhash.SimhashSpiderMiddleware in"
@@ -164,11 +169,11 @@ class SimhashMiddleware:
             raise IgnoreRequest(f"Simhash index unavailable (SIMHASH_ON_INDEX_ERROR='fail'): {exc}") from exc
 
 
-def _enabled(settings: BaseSettings, name: str) -> bool:
-    """Whether scrapy_simhash's component *name* is in ``SPIDER_MIDDLEWARES`` (by class or path)."""
+def _spider_middleware_enabled(settings: BaseSettings) -> bool:
+    """Whether ``SPIDER_MIDDLEWARES`` holds :class:`SimhashSpiderMiddleware` (a class or a path)."""
     for component, priority in settings.getwithbase("SPIDER_MIDDLEWARES").items():
         path = component if isinstance(component, str) else f"{component.__module__}.{component.__qualname__}"
-        if priority is not None and path.startswith("scrapy_simhash.") and path.rpartition(".")[2] == name:
+        if priority is not None and path.startswith("scrapy_simhash.") and path.endswith(".SimhashSpiderMiddleware"):
             return True
     return False
 
