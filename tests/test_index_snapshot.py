@@ -12,6 +12,7 @@ import pytest
 
 from scrapy_simhash.core.fingerprint import weakest_bits
 from scrapy_simhash.index import DiskIndex, _snapshot
+from scrapy_simhash.index._design_choice import bulk_design
 from scrapy_simhash.index.brute import BruteForceIndex
 
 ROWS = 3000
@@ -49,7 +50,7 @@ def reopened(path: Path, stored: list[tuple[int, str]], caplog: pytest.LogCaptur
 
 def no_snapshot_at_close(monkeypatch: pytest.MonkeyPatch) -> None:
     """The next closes write no snapshot (as a crash before the close)."""
-    monkeypatch.setattr("scrapy_simhash.index.disk.write_snapshot", lambda path, tables: None)
+    monkeypatch.setattr("scrapy_simhash.index.disk.write_snapshot", lambda path, tables, key_lookup=None: None)
 
 
 def test_a_closed_store_reopens_from_its_snapshot(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -116,3 +117,39 @@ def test_a_snapshot_that_cannot_be_read_is_ignored(tmp_path: Path, caplog: pytes
     snapshot.unlink()
     snapshot.mkdir()  # (an OSError on reading)
     assert "unreadable" in reopened(tmp_path, stored, caplog, read_only=True)
+
+
+def test_the_key_lookup_comes_back_with_the_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store searched by key (as a crawl opens it) keeps its key lookup in the snapshot,
+    renumbered by the close's compaction: the next open computes no key's CRC again."""
+    from scrapy_simhash.index import _key_lookup
+
+    stored = entries(ROWS, 7)
+    with DiskIndex(tmp_path) as index:
+        index.add_many(stored)
+        index.prepare_key_lookups()
+        index.remove_key(stored[5][1])  # the close compacts it away: rows renumbered
+    computed: list[int] = []
+    real = _key_lookup.crcs_of_keys
+    monkeypatch.setattr(_key_lookup, "crcs_of_keys",
+                        lambda data, ends, start=0: computed.append(start) or real(data, ends, start))
+    live = stored[:5] + stored[6:]
+    with DiskIndex(tmp_path) as index:
+        index.prepare_key_lookups()
+        assert computed == []
+        index.add(1234, "https://example.com/new")
+        assert [index.fingerprints_of(key) for _, key in live[::50]] == [[fp] for fp, _ in live[::50]]
+        assert index.fingerprints_of("https://example.com/new") == [1234]
+        assert index.fingerprints_of(stored[5][1]) == []
+        assert computed == [len(live)]  # the new row's only
+
+
+def test_a_store_never_searched_by_key_has_no_key_lookup_in_its_snapshot(tmp_path: Path) -> None:
+    stored = entries(ROWS, 8)
+    with DiskIndex(tmp_path) as index:
+        index.add_many(stored)
+    fingerprints = np.array([fingerprint for fingerprint, _ in stored], dtype=np.uint64)
+    snapshot = _snapshot.read_snapshot(str(tmp_path / "tables-0.snapshot"), fingerprints, bulk_design(3, ROWS))
+    assert snapshot is not None and snapshot.key_lookup is None
+    with DiskIndex(tmp_path) as index:
+        assert index.fingerprints_of(stored[9][1]) == [stored[9][0]]  # built at the first search

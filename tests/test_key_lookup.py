@@ -114,3 +114,25 @@ def test_memory_index_replaces_as_brute_force_through_merges_and_compaction() ->
     assert index.memory_usage()["key_bytes"] > 0 and index.describe()["removed_pending"] < 1000  # compacted
     assert len(index) == len(reference) == len({key for _, key in reference.items()})
     assert sorted(index.items()) == sorted(reference.items())
+
+
+def test_a_compaction_renumbers_the_key_lookup_instead_of_dropping_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Removed rows dropped for good (a compaction) leave a built key lookup right, without
+    computing any key's CRC again."""
+    from scrapy_simhash.index import _key_lookup as module
+
+    rng = random.Random(12)
+    entries = [(rng.getrandbits(64), f"https://example.com/{n % 15_000}") for n in range(20_000)]  # some keys twice
+    index = MemoryIndex.from_arrays([f for f, _ in entries], [k for _, k in entries])
+    index.prepare_key_lookups()
+    monkeypatch.setattr(module, "crcs_of_keys", lambda *args: pytest.fail("a key's CRC computed again"))
+    removed = {f"https://example.com/{n}" for n in range(0, 15_000, 2)}
+    for key in removed:
+        index.remove_key(key)
+    assert len(index._hints) < len(entries) - 5000  # rows dropped for good (past 1/4 of them)
+    expected: dict[str, list[int]] = {}
+    for fingerprint, key in entries:
+        if key not in removed:
+            expected.setdefault(key, []).append(fingerprint)
+    checked = list(expected)[::7] + sorted(removed)[:50]
+    assert [index.fingerprints_of(key) for key in checked] == [expected.get(key, []) for key in checked]

@@ -206,11 +206,39 @@ class CrcTable:
         self._crcs, self._rows, self._frozen, self._merging = merged_crcs, merged_rows, None, None
 
 
+#: A key lookup settled: its CRCs, sorted, and the row of each (a disk store's snapshot).
+KeyArrays = tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]
+
+
+def kept_rows(arrays: KeyArrays, keep: npt.NDArray[np.bool_]) -> KeyArrays:
+    """*arrays* (:meth:`KeyLookup.settled_arrays`) of the rows *keep* marks, renumbered as
+    a compaction renumbers them (each row less the rows dropped before it)."""
+    crcs, rows = arrays
+    kept = keep[rows]
+    new_numbers = (np.cumsum(keep) - 1).astype(np.uint32)  # (a CRC's rows stay in order)
+    return crcs[kept], new_numbers[rows[kept]]
+
+
 class KeyLookup:
     """The rows of a :class:`KeyStore` (which only grows) that hold a key."""
 
     def __init__(self) -> None:
         self._table = CrcTable()
+
+    @classmethod
+    def from_arrays(cls, arrays: KeyArrays) -> KeyLookup:
+        """The lookup of rows ``0 ... len(crcs) - 1``, from :meth:`settled_arrays`."""
+        lookup, (crcs, rows) = cls(), arrays
+        lookup._table._crcs, lookup._table._rows = crcs, rows
+        lookup._table.rows = len(crcs)
+        lookup._table._recent = _Recent(len(crcs))
+        return lookup
+
+    def settled_arrays(self, keys: KeyStore) -> KeyArrays:
+        """Every row of *keys* sorted in: the arrays :meth:`from_arrays` takes back."""
+        self.catch_up(keys)
+        self._table._merge()
+        return self._table._crcs, self._table._rows
 
     def catch_up(self, keys: KeyStore) -> None:
         """Add the CRCs of the rows of *keys* added since the last call."""

@@ -26,6 +26,7 @@ from ..core.sketch import check_sketch
 from . import _logfile as lf
 from ._design_choice import bulk_design
 from ._diskstore import KEYS_NAME, LOG_NAME, DiskStore
+from ._key_lookup import KeyLookup
 from ._snapshot import SNAPSHOT_MIN_ROWS, read_snapshot, snapshot_path, write_snapshot
 from ._sketches import SketchStore
 from ._storage import fingerprint_array
@@ -77,9 +78,12 @@ class DiskIndex(SimhashIndex):
                 self._store.append(self._namespace_id, lf.OP_CLEAR, 0, "")
             fingerprints, keys, sketches = self._store.load(self._namespace_id)
             self._snapshot = snapshot_path(self._store.directory, self._namespace_id)
-            tables = read_snapshot(self._snapshot, fingerprints, bulk_design(max_distance, len(fingerprints)))
+            snapshot = read_snapshot(self._snapshot, fingerprints, bulk_design(max_distance, len(fingerprints)))
+            key_arrays = snapshot.key_lookup if snapshot is not None else None
             self._memory = MemoryIndex.from_arrays(
-                fingerprints, keys, max_distance, sketches=sketches, min_similarity=min_similarity, tables=tables
+                fingerprints, keys, max_distance, sketches=sketches, min_similarity=min_similarity,
+                tables=snapshot.tables if snapshot is not None else None,
+                key_lookup=KeyLookup.from_arrays(key_arrays) if key_arrays is not None else None,
             )
         except BaseException:
             _release(self._store)
@@ -167,7 +171,8 @@ class DiskIndex(SimhashIndex):
             return
         try:
             if not self._store.read_only and len(self._memory) >= SNAPSHOT_MIN_ROWS:
-                write_snapshot(self._snapshot, self._memory.settled_tables())  # a faster next open
+                tables = self._memory.settled_tables()  # a faster next open
+                write_snapshot(self._snapshot, tables, self._memory.settled_key_lookup())
         except OSError as exc:  # (only a shortcut: the next open builds the tables from the log)
             logger.warning("Could not write %(path)s: %(error)s", {"path": self._snapshot, "error": exc})
         finally:

@@ -34,7 +34,7 @@ from ..core.fingerprint import check_fingerprint
 from ..core.sketch import check_sketch
 from ._buckets import SortedBuckets, bucket_stats, hint_of, probe_kernel, row_hints
 from ._design_choice import design_for_size, starting_design
-from ._key_lookup import KeyLookup
+from ._key_lookup import KeyArrays, KeyLookup, kept_rows
 from ._merge import BufferedTables
 from ._sketches import SketchStore
 from ._storage import GrowableArray, KeyStore, entry_columns, fingerprint_array
@@ -93,11 +93,13 @@ class MemoryIndex(SimhashIndex):
         sketches: SketchStore | None = None,
         min_similarity: float = DEFAULT_MIN_SIMILARITY,
         tables: SortedBuckets | None = None,
+        key_lookup: KeyLookup | None = None,
     ) -> MemoryIndex:
         """An index over these entries built in bulk (sorts, no per-entry Python).
 
         *tables*: the sorted tables of the first rows, built before (a disk store's
-        snapshot, checked by :func:`._snapshot.read_snapshot`); the rows after them are merged in.
+        snapshot, checked by :func:`._snapshot.read_snapshot`); the rows after them are merged
+        in. *key_lookup*: likewise, the key lookup of the first rows.
         """
         fps, store = entry_columns(fingerprints, keys)
         if sketches is not None and len(sketches) != len(fps):
@@ -108,6 +110,7 @@ class MemoryIndex(SimhashIndex):
         index._keys = store
         index._sketches = sketches if sketches is not None else SketchStore.empty(len(fps))
         index._reset_tables(fps, tables)
+        index._key_lookup = key_lookup
         return index
 
     def settled_tables(self) -> SortedBuckets:
@@ -178,6 +181,11 @@ class MemoryIndex(SimhashIndex):
     def fingerprints_of(self, key: str) -> list[int]:
         hints = self._hints.values
         return [self._tables.fingerprint_of(row, int(hints[row])) for row in self._rows_of_key(key)]
+
+    def settled_key_lookup(self) -> KeyArrays | None:
+        """The key lookup's arrays for every row (after :meth:`settled_tables`: no row
+        removed), if it was built."""
+        return None if self._key_lookup is None else self._key_lookup.settled_arrays(self._keys)
 
     def prepare_key_lookups(self) -> None:
         self._lookup().catch_up(self._keys)  # every key's CRC, sorted in (5.2 s for 10M keys)
@@ -305,8 +313,9 @@ class MemoryIndex(SimhashIndex):
         keep = np.ones(len(self._hints), dtype=bool)
         keep[list(self._removed)] = False
         fingerprints = self._tables.row_fingerprints()[keep]
+        if self._key_lookup is not None:  # the rows renumbered, in one vectorized pass
+            self._key_lookup = KeyLookup.from_arrays(kept_rows(self._key_lookup.settled_arrays(self._keys), keep))
         self._keys = self._keys.compress(keep)
         self._sketches = self._sketches.compress(keep)
         self._removed = set()
-        self._key_lookup = None  # rows renumbered
         self._reset_tables(fingerprints)
