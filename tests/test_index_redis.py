@@ -413,7 +413,7 @@ def test_catching_up_reads_the_records_from_any_position(redis_url: str, monkeyp
     """A worker behind reads the log's chunks as plain strings, in the sync script's
     transaction (:meth:`LogSession.sync`): each record's fingerprint and key CRC, from any
     position, across chunk ends and two transactions, and a mirror that matches."""
-    from scrapy_simhash.index._key_lookup import key_crc
+    from scrapy_simhash.index._key_crcs import key_crc
     from scrapy_simhash.index.redis import _session
     from scrapy_simhash.index.redis._layout import encoded_key
 

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from scrapy_simhash.index import _merge
-from scrapy_simhash.index import _key_lookup
-from scrapy_simhash.index._key_lookup import CrcTable, KeyLookup, crcs_of_keys, key_crc, python_crcs_of_keys
+from scrapy_simhash.index import _key_crcs
+from scrapy_simhash.index._key_crcs import crcs_of_keys, key_crc, python_crcs_of_keys
+from scrapy_simhash.index._key_lookup import CrcTable, KeyLookup
 from scrapy_simhash.index._storage import KeyStore
 from scrapy_simhash.index.brute import BruteForceIndex
 from scrapy_simhash.index.memory import MemoryIndex
@@ -27,7 +28,7 @@ def test_crcs_of_keys_in_one_pass_are_each_keys_crc(start: int, crcs_of: Any) ->
     assert crcs_of(keys.buffer, keys.ends, 6).tolist() == [key_crc(b"after a view was held")]
 
 
-@pytest.mark.skipif(_key_lookup._scan is None, reason="the index's C code was not built")
+@pytest.mark.skipif(_key_crcs._scan is None, reason="the index's C code was not built")
 def test_the_c_key_crcs_are_zlibs() -> None:
     rng = np.random.default_rng(5)
     for size in (0, 1, 100, 5000):
@@ -46,7 +47,7 @@ def test_the_c_key_crcs_switch_off_with_a_warning(
 ) -> None:
     """SIMHASH_C_PROBE=0 (the switch of the index's C code) or a mismatch: zlib runs."""
     monkeypatch.setenv("SIMHASH_C_PROBE", "0")
-    assert _key_lookup.c_crcs_mismatch() == "SIMHASH_C_PROBE=0"
+    assert _key_crcs.c_crcs_mismatch() == "SIMHASH_C_PROBE=0"
     monkeypatch.delenv("SIMHASH_C_PROBE")
 
     class Wrong:
@@ -54,11 +55,11 @@ def test_the_c_key_crcs_switch_off_with_a_warning(
         def key_crcs(data: bytes, ends: Any, start: int) -> bytes:
             return bytes(4 * (len(ends) - start))
 
-    monkeypatch.setattr(_key_lookup, "_scan", Wrong)
-    assert _key_lookup.c_crcs_mismatch() == "they differ from zlib's on a sample"
+    monkeypatch.setattr(_key_crcs, "_scan", Wrong)
+    assert _key_crcs.c_crcs_mismatch() == "they differ from zlib's on a sample"
     with caplog.at_level(logging.WARNING, logger="scrapy_simhash"):
-        _key_lookup.check_c_crcs()  # as at import
-    assert _key_lookup._scan is None and "in Python, not in C" in caplog.text
+        _key_crcs.check_c_crcs()  # as at import
+    assert _key_crcs._scan is None and "in Python, not in C" in caplog.text
     keys = KeyStore.from_keys(["a", "b"])
     assert crcs_of_keys(keys.buffer, keys.ends).tolist() == [key_crc(b"a"), key_crc(b"b")]
 

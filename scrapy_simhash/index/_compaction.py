@@ -29,7 +29,7 @@ import numpy.typing as npt
 from . import _logfile as lf
 from ._disk_records import gather_keys
 from ._files import fsync_directory, write_all
-from ._key_lookup import crcs_of_keys
+from ._key_crcs import crcs_of_keys
 
 NEW = ".new"
 #: Fewer dead records than this are left alone: rewriting a small store on every open

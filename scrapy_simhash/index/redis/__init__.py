@@ -30,7 +30,7 @@ import redis
 
 from ...core.fingerprint import check_fingerprint
 from ...core.sketch import check_sketch
-from .._key_lookup import key_crc
+from .._key_crcs import key_crc
 from ._client import connect, safe_url
 from ._keys import decode_stored_key, encode_stored_key
 from ._layout import Names, add_batches, encoded_key, new_meta, pack, pack_crc, pack_sketch, reply_text

@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from ...core.fingerprint import check_fingerprint
 from ...core.sketch import SKETCH_BYTES, check_sketch
-from .._key_lookup import key_crc
+from .._key_crcs import key_crc
 from ._keys import decode_stored_key, encode_stored_key
 from ..base import IndexFormatError, signature_difference
 

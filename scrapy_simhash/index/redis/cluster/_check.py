@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from ..._key_lookup import key_crc
+from ..._key_crcs import key_crc
 from ..._tables import TableDesign
 from ...base import Match
 from .._layout import encoded_key
