@@ -82,7 +82,7 @@ class ComponentIndexes:
     def _open_index(self, namespace: str, host: str) -> SimhashIndex:
         index = self._open_new(namespace, host)
         # Checks call replace_if_new: what it builds on its first call (a 10M-page store's
-        # key CRCs, ~5 s) is built now, when the crawl starts or a host's index opens (in a
+        # key lookup, ~2 s, unless its snapshot held it) is built now, when the crawl starts or a host's index opens (in a
         # worker thread), not in a check on the reactor.
         index.prepare_key_lookups()
         return index

@@ -21,7 +21,7 @@ except ImportError:  # pragma: no cover - depends on the install
 logger = logging.getLogger(__name__)
 
 
-def key_crc(stored_key: bytes | bytearray) -> int:
+def key_crc(stored_key: bytes | bytearray | memoryview) -> int:
     """The 32-bit CRC a key is looked up by, of its bytes as stored."""
     return zlib.crc32(stored_key)
 

@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..core.sketch import SKETCH_BYTES
+from . import _key_crcs
 from .base import IndexFormatError
 
 FORMAT_VERSION = 4
@@ -118,8 +119,9 @@ def check_values(records: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
 
 
 def key_crc(data: bytes | memoryview) -> int:
-    """The part of a key's CRC-32 its record holds."""
-    return zlib.crc32(data) & KEY_CRC_MASK
+    """The part of a key's CRC-32 (:func:`._key_crcs.key_crc`, what the key lookup sorts by)
+    its record holds."""
+    return _key_crcs.key_crc(data) & KEY_CRC_MASK
 
 
 def key_word(offset: int, crc: int) -> int:

@@ -26,7 +26,6 @@ from ..core.sketch import check_sketch
 from . import _logfile as lf
 from ._design_choice import bulk_design
 from ._diskstore import KEYS_NAME, LOG_NAME, DiskStore
-from ._key_lookup import KeyLookup
 from ._snapshot import SNAPSHOT_MIN_ROWS, read_snapshot, snapshot_path, write_snapshot
 from ._sketches import SketchStore
 from ._storage import fingerprint_array
@@ -79,11 +78,9 @@ class DiskIndex(SimhashIndex):
             fingerprints, keys, sketches = self._store.load(self._namespace_id)
             self._snapshot = snapshot_path(self._store.directory, self._namespace_id)
             snapshot = read_snapshot(self._snapshot, fingerprints, bulk_design(max_distance, len(fingerprints)))
-            key_arrays = snapshot.key_lookup if snapshot is not None else None
             self._memory = MemoryIndex.from_arrays(
                 fingerprints, keys, max_distance, sketches=sketches, min_similarity=min_similarity,
-                tables=snapshot.tables if snapshot is not None else None,
-                key_lookup=KeyLookup.from_arrays(key_arrays) if key_arrays is not None else None,
+                tables=snapshot.tables if snapshot else None, key_lookup=snapshot.key_lookup if snapshot else None,
             )
         except BaseException:
             _release(self._store)

@@ -103,7 +103,7 @@ class LogSession:
         read as plain strings in the script's transaction; or, when *behind* is from this
         *position*, the reads alone (:meth:`_read_behind`)."""
         if limit == 0:
-            records, first, new_tombstones = self.call(SYNC, [position, tombstones, last])[1:]
+            records, first, new_tombstones, _ = self._read_synced(position, tombstones, last, [])
             return [records, first, b"", b"", new_tombstones]
         size = self.scripts.chunk_records
         chunks = range(position // size, position // size + _SYNC_CHUNKS)
