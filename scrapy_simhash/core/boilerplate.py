@@ -98,7 +98,7 @@ def boilerplate_elements(body: etree._Element) -> list[etree._Element]:
         elif element.tag in LANDMARK_TAGS:
             landmarks.append(element)
         else:
-            verdict = _attribute_verdict(element)
+            verdict = attribute_verdict(element)
             if verdict == BY_COMPOUND:  # (a frame's word in a compound: not a paragraph's)
                 verdict = NOT_BOILERPLATE if element.tag == "p" else BY_NAME
             if verdict == BY_ROLE or (verdict == BY_NAME and not reads_as_section(element)):
@@ -107,11 +107,11 @@ def boilerplate_elements(body: etree._Element) -> list[etree._Element]:
                 landmarks.append(element)
     if landmarks and named:
         frame = {ancestor for landmark in landmarks for ancestor in landmark.iterancestors()}
-        named = [element for element in named if element not in frame or _attribute_verdict(element) == BY_ROLE]
+        named = [element for element in named if element not in frame or attribute_verdict(element) == BY_ROLE]
     return tagged + named
 
 
-def _attribute_verdict(element: etree._Element) -> int:
+def attribute_verdict(element: etree._Element) -> int:
     """:func:`.names.attributes_say_boilerplate` of a container's attributes.
 
     The verdict depends on the attributes only, and a site repeats the same ones

@@ -5,7 +5,8 @@ the thousands of inline ``<span>`` of a code listing):
 
 0. Leave out the parts that copy another document's entries (:mod:`.digests`).
 1. *Prune* boilerplate by its role (:mod:`.boilerplate`): semantic tags, ARIA
-   landmarks, hidden elements, Readability-style class/id names.
+   landmarks, hidden elements, Readability-style class/id names; but the page's heading
+   stays (:mod:`.heading`).
 2. *Locate* the main content by text density (:func:`.descent.main_container`): from
    ``<body>`` (or the page's only ``<main>``/``<article>``), descend into the child
    holding most of the page's *prose*, text not inside links, so navigation lists
@@ -14,8 +15,9 @@ the thousands of inline ``<span>`` of a code listing):
    listing: those are parts of an article, not its container.
 3. *Split* it into text blocks at block-level elements, and drop the blocks that
    are mostly link text (link lists), unless the whole page is links (a table of
-   contents), the credit and legal lines (:func:`.boilerplate.is_credit_line`), and a title
-   that the next block repeats (:func:`without_repeats`).
+   contents), they are entries of a list of text (:mod:`.entries`) or their links are in
+   code or a heading; the credit and legal lines (:func:`.boilerplate.is_credit_line`), and
+   a title that the next block repeats (:func:`without_repeats`).
 
 Any callable ``(root) -> list[str]`` can replace :func:`extract_main_blocks` (see
 :class:`~scrapy_simhash.core.fingerprinter.Fingerprinter`).
@@ -29,10 +31,12 @@ from collections.abc import Callable
 import lxml
 from lxml import etree
 
-from . import boilerplate, descent, digests, names, textsize
+from . import boilerplate, descent, digests, entries, heading, names, textsize
 from .boilerplate import is_credit_line, prune_boilerplate
 from .descent import main_container
-from .text import BLOCK_BOUNDARY, BLOCK_TAGS, CELL_TAGS, INVISIBLE_TAGS, body_of, split_blocks, strip_invisible_elements
+from .text import (
+    BLOCK_BOUNDARY, BLOCK_TAGS, CELL_TAGS, INVISIBLE_TAGS, body_of, page_title, split_blocks, strip_invisible_elements,
+)
 from .textsize import LINK_CLOSE, LINK_OPEN, LINK_TEXT, mark_links, measure_both, unmark_links, visible_chars
 
 try:
@@ -50,8 +54,9 @@ _MAX_LINK_DENSITY = 0.5
 #: Below this share of prose the page is a list of links (an index, a table of contents).
 _MIN_PROSE_SHARE = 0.3
 #: Never a link list, whatever their links: a heading made of links (rustdoc's
-#: ``core::arch::vadd_u16``) is the page's title, a listing's linked types are its code.
-_NEVER_LINK_LISTS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "pre"})
+#: ``core::arch::vadd_u16``) is the page's title, a listing's linked types are its code, and
+#: so are the links in code (``#include <deal.II/base/config.h>``, a signature's types).
+_NEVER_LINK_LISTS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "pre", "code", "kbd", "samp", "tt", "var"})
 _JOINER = BLOCK_BOUNDARY
 
 
@@ -83,15 +88,25 @@ def extract_leaving_tree(root: etree._Element, url: str | None = None) -> list[s
     if _extract is None:
         return None
     try:
-        return without_repeats(_extract.main_blocks(root, digests.page_document(url)))
+        return without_repeats(_extract.main_blocks(root, *c_arguments(root, url)))
     except _extract.Unsupported:
         return None
 
 
+def c_arguments(root: etree._Element, url: str | None) -> tuple[str | None, tuple[bytes, ...]]:
+    """What :mod:`._extract`'s ``main_blocks`` takes after the root: the page's document
+    name (:func:`.digests.page_document`) and its title's parts (:func:`.heading.title_parts`)."""
+    return digests.page_document(url), tuple(part.encode() for part in heading.title_parts(page_title(root)))
+
+
 def _extract_in_python(root: etree._Element, url: str | None = None) -> list[str]:
+    title = page_title(root)  # (before <head> is stripped)
     digests.remove_digests(root, url)  # first: its measures count the text of scripts, as the C code does
     strip_invisible_elements(root)  # a walk of the tree, when it was stripped already
     body = body_of(root)
+    page_heading = heading.page_heading(body, heading.title_parts(title))
+    if page_heading is not None and not heading.lost_by_name(page_heading, body):
+        page_heading = None  # (asked before pruning: it looks at what will be pruned)
     prune_boilerplate(body)
     mark_links(body)
     # A table of contents is all links: then the links are the content.
@@ -102,9 +117,13 @@ def _extract_in_python(root: etree._Element, url: str | None = None) -> list[str
     else:
         container, left_behind = main_container(body, prose=True, total=prose)
     kept = [*left_behind, container]
+    if page_heading is not None and not heading.is_kept(page_heading, kept):
+        kept.insert(0, page_heading)
     if not links_are_content:
+        link_entries = [entry for element in kept for entry in entries.link_entries(element, _MAX_LINK_DENSITY)]
         for element in kept:
             unmark_links(element, _NEVER_LINK_LISTS)
+        entries.unmark_entries(link_entries)
     blocks = [block for element in kept for block in split_blocks(element)]
     if not links_are_content:
         blocks = _without_link_lists(blocks)
@@ -167,6 +186,7 @@ def _configure_c_code() -> None:
         ({"p"}, _extract.PARAGRAPH),
         (descent.ENTRY_PARTS, _extract.ENTRY_PART),
         (CELL_TAGS, _extract.CELL),
+        (entries.LIST_TAGS, _extract.LIST),
     ]
     tags: dict[bytes, int] = {}
     for tag_names, flag in classes:
@@ -175,9 +195,9 @@ def _configure_c_code() -> None:
     shares = (
         descent.DESCEND_SHARE, descent.FAIR_SHARE, descent.WINNER_SHARE, descent.WINNER_MARGIN,
         _MAX_LINK_DENSITY, _MIN_PROSE_SHARE, boilerplate.MAX_PRUNED_SHARE, boilerplate.MAX_LINK_SHARE,
-        descent.WINNER_LEAD,
+        descent.WINNER_LEAD, entries.MIN_TEXT_SHARE,
     )  # fmt: skip
-    counts = (descent.MAX_CONTESTANTS, textsize.MAX_SIZED_AT_ONCE, boilerplate.MIN_SECTION_PROSE)
+    counts = (descent.MAX_CONTESTANTS, textsize.MAX_SIZED_AT_ONCE, boilerplate.MIN_SECTION_PROSE, entries.MIN_ENTRIES)
     credit = (is_credit_line, boilerplate.CREDIT_BRACKETS, boilerplate.CREDIT_FIRST_LETTERS)
     _extract.configure(tags, names.attributes_say_boilerplate, credit, shares, counts)
     _extract.configure_digests(digests.MIN_ENTRIES, digests.COVER, digests.MAX_CHARS_PER_LINK)

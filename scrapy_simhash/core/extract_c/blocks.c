@@ -8,26 +8,29 @@
 #include "extract.h"
 
 /* Which link markers the serialisation writes: those of mark_links, less the ones that
- * unmark_links takes off the links inside NEVER_LINK_LIST elements (when links are not
- * the content). unmark_links runs once per such element around a link: each run takes
- * one marker off the front of the link's text (its tail), mark_links' own first, then
- * the page's literal U+E001 (U+E002) if the text starts with one. */
+ * unmark_links takes off the links inside NEVER_LINK_LIST elements and entries.
+ * unmark_entries takes off those in link entries (when links are not the content).
+ * unmark_links runs once per such element around a link, unmark_entries once if any
+ * entry is: each run takes one marker off the front of the link's text (its tail),
+ * mark_links' own first, then the page's literal U+E001 (U+E002) if the text starts with one. */
 typedef struct {
     int unmark;             /* links are not the content: unmark_links runs */
     int within;             /* NEVER_LINK_LIST elements open around this point of the walk */
+    int entries;            /* link entries open around it (entries.link_entries) */
     int strip;              /* literal markers still to take off the front of the text ahead */
     unsigned char stripped; /* which: OPEN_MARK or CLOSE_MARK */
 } Marking;
 
 /* A link's marker (U+E000 + `mark`) at its start or end: written, or taken off with
- * literal ones after it when the link is inside NEVER_LINK_LIST elements. */
+ * literal ones after it when the link is inside NEVER_LINK_LIST elements or entries. */
 static int
 write_link_marker(Marking *marking, unsigned char mark, Buffer *out)
 {
-    if (!marking->unmark || marking->within == 0) {
+    int runs = marking->within + (marking->entries > 0);
+    if (!marking->unmark || runs == 0) {
         return extract_append(out, mark == OPEN_MARK ? OPEN : CLOSE, 3);
     }
-    marking->strip = marking->within - 1; /* the first run took mark_links' marker */
+    marking->strip = runs - 1; /* the first run took mark_links' marker */
     marking->stripped = mark;
     return 0;
 }
@@ -42,16 +45,23 @@ write_element_event(const Element *element, int kind, Marking *marking, Buffer *
     if (element->flags & NEVER_LINK_LIST) {
         marking->within += kind == START ? 1 : -1;
     }
+    if (element->link_entry && kind == START) {
+        marking->entries++;
+    }
     if ((element->flags & BLOCK) && extract_append(out, BOUNDARY, 3) < 0) {
         return -1;
     }
     if ((element->flags & CELL) && kind == START && extract_append(out, " ", 1) < 0) {
         return -1; /* split_blocks puts a space before a cell's text */
     }
-    if (element->flags & LINK) {
-        return write_link_marker(marking, kind == START ? OPEN_MARK : CLOSE_MARK, out);
+    int status = 0;
+    if (element->flags & LINK) { /* (an entry that is a link: its tail's marker goes too) */
+        status = write_link_marker(marking, kind == START ? OPEN_MARK : CLOSE_MARK, out);
     }
-    return 0;
+    if (element->link_entry && kind == END) {
+        marking->entries--;
+    }
+    return status;
 }
 
 /* A text, less the literal markers unmark_links would take off its front. */
@@ -78,7 +88,7 @@ static int
 serialise(const Tree *tree, int index, int links_are_content, Buffer *out)
 {
     const Element *element = &tree->elements[index];
-    Marking marking = {!links_are_content, 0, 0, 0};
+    Marking marking = {!links_are_content, 0, 0, 0, 0};
     if (write_element_event(element, START, &marking, out) < 0) {
         return -1;
     }
@@ -107,21 +117,8 @@ is_space(const char *s, Py_ssize_t length)
     const unsigned char *u = (const unsigned char *)s;
     for (Py_ssize_t at = 0; at < length;) {
         Py_UCS4 code;
-        int size = u[at] < 0x80 ? 1 : u[at] < 0xE0 ? 2 : u[at] < 0xF0 ? 3 : 4;
-        if (at + size > length) {
-            return 0; /* not UTF-8: decoding it will say so */
-        }
-        if (size == 1) {
-            code = u[at];
-        } else if (size == 2) {
-            code = ((Py_UCS4)(u[at] & 0x1F) << 6) | (u[at + 1] & 0x3F);
-        } else if (size == 3) {
-            code = ((Py_UCS4)(u[at] & 0x0F) << 12) | ((Py_UCS4)(u[at + 1] & 0x3F) << 6) | (u[at + 2] & 0x3F);
-        } else {
-            code = ((Py_UCS4)(u[at] & 0x07) << 18) | ((Py_UCS4)(u[at + 1] & 0x3F) << 12)
-                   | ((Py_UCS4)(u[at + 2] & 0x3F) << 6) | (u[at + 3] & 0x3F);
-        }
-        if (!Py_UNICODE_ISSPACE(code)) {
+        int size = extract_decode_utf8(u, at, length, &code);
+        if (size == 0 || !Py_UNICODE_ISSPACE(code)) {
             return 0;
         }
         at += size;

@@ -52,6 +52,7 @@ enum {
     ENTRY_PART = 1 << 14,      /* descent.ENTRY_PARTS: never a clear winner */
     CELL = 1 << 15,            /* text.CELL_TAGS: a space before its text, no block boundary */
     LANDMARK = 1 << 16,        /* boilerplate.LANDMARK_TAGS: what holds one is the page's frame */
+    LIST = 1 << 17,            /* entries.LIST_TAGS: its element children are the entries of one list */
 };
 
 /* The rules, from configure(). */
@@ -61,8 +62,9 @@ typedef struct {
     PyObject *credit;                           /* str -> bool: a credit or legal line */
     PyObject *credit_brackets, *credit_letters; /* str: how one may start */
     double descend_share, fair_share, winner_share, winner_margin, link_density, prose_share, pruned_share, link_share;
-    double winner_lead; /* descent.WINNER_LEAD */
-    Py_ssize_t contestants, sized_at_once, min_section_prose;
+    double winner_lead;    /* descent.WINNER_LEAD */
+    double min_text_share; /* entries.MIN_TEXT_SHARE */
+    Py_ssize_t contestants, sized_at_once, min_section_prose, min_entries;
 } Rules;
 
 INTERNAL extern Rules extract_rules;
@@ -84,6 +86,7 @@ typedef struct {
     int start, end;                /* its START and END events */
     unsigned flags;
     int removed, on_heading_path;
+    int link_entry; /* an entry of a list of text that is mostly links: its links lose their markers */
 } Element;
 
 typedef struct {
@@ -115,6 +118,7 @@ INTERNAL int extract_flatten(Tree *tree, const xmlNode *root, const xmlNode *con
 INTERNAL Py_ssize_t extract_find_marker(const char *s, Py_ssize_t from, Py_ssize_t length, unsigned char first,
                                         unsigned char last);
 INTERNAL int extract_append(Buffer *buffer, const char *data, Py_ssize_t length);
+INTERNAL int extract_decode_utf8(const unsigned char *u, Py_ssize_t at, Py_ssize_t length, Py_UCS4 *code);
 INTERNAL int extract_grow(void **array, int *capacity, int needed, size_t item);
 
 /* ---- Measuring (measure.c) ---- */
@@ -138,9 +142,20 @@ INTERNAL long extract_loose_chars(const Tree *tree, int index);
 /* ---- The passes (prune.c, descent.c, blocks.c) ---- */
 
 INTERNAL int extract_prune(Tree *tree);
+INTERNAL int extract_named_boilerplate(const xmlNode *node, Buffer *key);
+INTERNAL int extract_reads_as_section(const Tree *tree, int index);
+/* Verdicts of names.attributes_say_boilerplate. */
+enum { NOT_BOILERPLATE, BY_ROLE, BY_NAME, MAIN_BY_ROLE, BY_COMPOUND };
 INTERNAL void extract_forget_verdicts(void);
 INTERNAL int extract_main_container(Tree *tree, int prose, long total, int *behind, int *n_behind);
 INTERNAL PyObject *extract_blocks(const Tree *tree, const int *kept, int n_kept, int links_are_content);
+
+/* ---- The page's heading (heading.c) and lists judged whole (entries.c) ---- */
+
+INTERNAL int extract_page_heading(const Tree *tree, PyObject *parts);
+INTERNAL int extract_lost_by_name(const Tree *tree, int heading);
+INTERNAL int extract_is_kept(const Tree *tree, int index, const int *kept, int n_kept);
+INTERNAL void extract_mark_link_entries(Tree *tree, const int *kept, int n_kept);
 
 /* ---- Digests of other documents (digest.c) ---- */
 

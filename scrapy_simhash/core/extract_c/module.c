@@ -32,24 +32,47 @@ find_body(const xmlNode *root)
     return root;
 }
 
-static PyObject *
-extract(Tree *tree, int *behind)
+/* The kept elements, in order (the page's heading, if the descent lost it; those left
+ * behind; the container), into `kept`: their count, or -1 with an exception. */
+static int
+kept_elements(Tree *tree, PyObject *parts, int *kept, int *links_are_content)
 {
-    if (extract_prune(tree) < 0) {
-        return NULL;
+    int heading = extract_page_heading(tree, parts);
+    int lost = heading >= 0 ? extract_lost_by_name(tree, heading) : 0;
+    if (heading < -1 || lost < 0 || extract_prune(tree) < 0) {
+        return -1;
     }
     long prose, everything;
     extract_measure_both(tree, 0, &prose, &everything);
     /* A table of contents is all links: then the links are the content. */
-    int links_are_content = (double)prose < extract_rules.prose_share * (double)everything;
-    int n_behind = 0;
+    *links_are_content = (double)prose < extract_rules.prose_share * (double)everything;
+    int n_kept = 0;
     int container =
-        extract_main_container(tree, !links_are_content, links_are_content ? everything : prose, behind, &n_behind);
+        extract_main_container(tree, !*links_are_content, *links_are_content ? everything : prose, kept + 1, &n_kept);
     if (container < 0) {
+        return -1;
+    }
+    kept[++n_kept] = container; /* (kept[0] is the heading's place) */
+    if (lost && !extract_is_kept(tree, heading, kept + 1, n_kept)) {
+        kept[0] = heading;
+        return n_kept + 1;
+    }
+    memmove(kept, kept + 1, sizeof(int) * (size_t)n_kept);
+    return n_kept;
+}
+
+static PyObject *
+extract(Tree *tree, PyObject *parts, int *kept)
+{
+    int links_are_content;
+    int n_kept = kept_elements(tree, parts, kept, &links_are_content);
+    if (n_kept < 0) {
         return NULL;
     }
-    behind[n_behind++] = container; /* the kept elements, in order */
-    return extract_blocks(tree, behind, n_behind, links_are_content);
+    if (!links_are_content) {
+        extract_mark_link_entries(tree, kept, n_kept);
+    }
+    return extract_blocks(tree, kept, n_kept, links_are_content);
 }
 
 /* The arrays of the last call, kept for the next (pages come one after another): no
@@ -76,10 +99,16 @@ release(Tree *tree)
 static PyObject *
 main_blocks(PyObject *module, PyObject *args)
 {
-    PyObject *root;
+    PyObject *root, *parts = NULL;
     const char *own = NULL;
-    if (!PyArg_ParseTuple(args, "O|z:main_blocks", &root, &own)) {
+    if (!PyArg_ParseTuple(args, "O|zO!:main_blocks", &root, &own, &PyTuple_Type, &parts)) {
         return NULL;
+    }
+    for (Py_ssize_t i = 0; parts != NULL && i < PyTuple_GET_SIZE(parts); i++) {
+        if (!PyBytes_Check(PyTuple_GET_ITEM(parts, i))) {
+            PyErr_SetString(PyExc_TypeError, "the title's parts must be bytes");
+            return NULL;
+        }
     }
     if (extract_rules.tags == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
@@ -104,12 +133,12 @@ main_blocks(PyObject *module, PyObject *args)
     kept_tree_in_use = 1;
     tree->n_events = tree->n_elements = tree->n_texts = 0;
     PyObject *blocks = NULL;
-    int *behind = NULL;
+    int *kept = NULL;
     if (extract_flatten(tree, body, digests, n_digests) == 0) {
-        behind = PyMem_Malloc(sizeof(int) * ((size_t)tree->n_elements + 1));
-        blocks = behind ? extract(tree, behind) : PyErr_NoMemory();
+        kept = PyMem_Malloc(sizeof(int) * ((size_t)tree->n_elements + 2)); /* (+ the heading, the container) */
+        blocks = kept ? extract(tree, parts, kept) : PyErr_NoMemory();
     }
-    PyMem_Free(behind);
+    PyMem_Free(kept);
     release(tree);
     return blocks;
 }
@@ -118,11 +147,12 @@ static PyObject *
 configure(PyObject *module, PyObject *args)
 {
     PyObject *tags, *verdict, *credit, *brackets, *letters;
-    double shares[9];
-    Py_ssize_t counts[3];
-    if (!PyArg_ParseTuple(args, "O!O(OUU)(ddddddddd)(nnn):configure", &PyDict_Type, &tags, &verdict, &credit, &brackets,
-                          &letters, &shares[0], &shares[1], &shares[2], &shares[3], &shares[4], &shares[5], &shares[6],
-                          &shares[7], &shares[8], &counts[0], &counts[1], &counts[2])) {
+    double shares[10];
+    Py_ssize_t counts[4];
+    if (!PyArg_ParseTuple(args, "O!O(OUU)(dddddddddd)(nnnn):configure", &PyDict_Type, &tags, &verdict, &credit,
+                          &brackets, &letters, &shares[0], &shares[1], &shares[2], &shares[3], &shares[4], &shares[5],
+                          &shares[6], &shares[7], &shares[8], &shares[9], &counts[0], &counts[1], &counts[2],
+                          &counts[3])) {
         return NULL;
     }
     if (!PyCallable_Check(verdict) || !PyCallable_Check(credit)) {
@@ -141,9 +171,9 @@ configure(PyObject *module, PyObject *args)
     extract_rules.winner_margin = shares[3], extract_rules.link_density = shares[4],
     extract_rules.prose_share = shares[5];
     extract_rules.pruned_share = shares[6], extract_rules.link_share = shares[7];
-    extract_rules.winner_lead = shares[8];
+    extract_rules.winner_lead = shares[8], extract_rules.min_text_share = shares[9];
     extract_rules.contestants = counts[0], extract_rules.sized_at_once = counts[1];
-    extract_rules.min_section_prose = counts[2];
+    extract_rules.min_section_prose = counts[2], extract_rules.min_entries = counts[3];
     Py_RETURN_NONE;
 }
 
@@ -164,8 +194,8 @@ configure_digests(PyObject *module, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"main_blocks", main_blocks, METH_VARARGS,
-     "main_blocks(root, own=None): content.extract_main_blocks(root, url) without modifying the tree; own is "
-     "digests.page_document(url)."},
+     "main_blocks(root, own=None, parts=()): content.extract_main_blocks(root, url) without modifying the tree; "
+     "own is digests.page_document(url), parts the title's (heading.title_parts, UTF-8)."},
     {"configure_digests", configure_digests, METH_VARARGS,
      "configure_digests(min_entries, cover, max_chars_per_link): the constants of digests.py."},
     {"collapse_blocks", extract_collapse_blocks, METH_VARARGS,
@@ -174,8 +204,8 @@ static PyMethodDef methods[] = {
      "block_keys(blocks, short_block): templates.block_key of each block."},
     {"configure", configure, METH_VARARGS,
      "configure(tags, verdict, (credit, its brackets, its first letters), (descend, fair, winner, margin, link "
-     "density, prose, pruned, pruned link shares, winner's lead),"
-     " (contestants, sized at once, least prose of a section))"},
+     "density, prose, pruned, pruned link shares, winner's lead,"
+     " text entries' share of a list), (contestants, sized at once, least prose of a section, entries of a list))"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -206,7 +236,7 @@ PyInit__extract(void)
         {"TEXT_BLOCK", TEXT_BLOCK}, {"LISTING", LISTING},
         {"INVISIBLE", INVISIBLE},   {"NEVER_LINK_LIST", NEVER_LINK_LIST},
         {"SECTION_HEADING", SECTION_HEADING}, {"PARAGRAPH", PARAGRAPH},
-        {"ENTRY_PART", ENTRY_PART}, {"CELL", CELL}, {"LANDMARK", LANDMARK},
+        {"ENTRY_PART", ENTRY_PART}, {"CELL", CELL}, {"LANDMARK", LANDMARK}, {"LIST", LIST},
     };
     if (extract_unsupported == NULL || PyModule_AddObjectRef(module, "Unsupported", extract_unsupported) < 0) {
         Py_DECREF(module);

@@ -91,12 +91,9 @@ extract_forget_verdicts(void)
     n_verdicts = 0;
 }
 
-/* Verdicts of names.attributes_say_boilerplate. */
-enum { NOT_BOILERPLATE, BY_ROLE, BY_NAME, MAIN_BY_ROLE, BY_COMPOUND };
-
-/* boilerplate._attribute_verdict: a verdict, or -1 with an exception. */
-static int
-named_boilerplate(const xmlNode *node, Buffer *key)
+/* boilerplate.attribute_verdict: a verdict (extract.h), or -1 with an exception. */
+int
+extract_named_boilerplate(const xmlNode *node, Buffer *key)
 {
     if (node->properties == NULL) {
         return 0;
@@ -148,8 +145,8 @@ named_boilerplate(const xmlNode *node, Buffer *key)
 
 /* boilerplate.reads_as_section: its first child with text is a heading, and it has
  * paragraphs of prose of its own (each mostly not links). */
-static int
-reads_as_section(const Tree *tree, int index)
+int
+extract_reads_as_section(const Tree *tree, int index)
 {
     int child = tree->elements[index].first_child;
     while (child >= 0 && extract_text_chars(tree, child) == 0) {
@@ -175,17 +172,6 @@ has_doomed_ancestor(const Tree *tree, int index, const char *doomed)
 {
     for (int at = tree->elements[index].parent; at >= 0; at = tree->elements[at].parent) {
         if (doomed[at]) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static int
-has_removed_ancestor(const Tree *tree, int index)
-{
-    for (int at = tree->elements[index].parent; at >= 0; at = tree->elements[at].parent) {
-        if (tree->elements[at].removed) {
             return 1;
         }
     }
@@ -243,14 +229,14 @@ extract_prune(Tree *tree)
             continue;
         }
         if (flags & CONTAINER) {
-            verdict = named_boilerplate(tree->elements[index].node, &key);
+            verdict = extract_named_boilerplate(tree->elements[index].node, &key);
             if (verdict < 0) {
                 goto done;
             }
             if (verdict == BY_COMPOUND) { /* (a frame's word in a compound: not a paragraph's) */
                 verdict = (flags & PARAGRAPH) ? NOT_BOILERPLATE : BY_NAME;
             }
-            if (verdict == BY_ROLE || (verdict == BY_NAME && !reads_as_section(tree, index))) {
+            if (verdict == BY_ROLE || (verdict == BY_NAME && !extract_reads_as_section(tree, index))) {
                 named[n_named++] = index;
             }
         }
@@ -264,7 +250,7 @@ extract_prune(Tree *tree)
     int kept_named = 0;
     for (int i = 0; i < n_named; i++) {
         int index = named[i];
-        if (!in_frame[index] || named_boilerplate(tree->elements[index].node, &key) == BY_ROLE) {
+        if (!in_frame[index] || extract_named_boilerplate(tree->elements[index].node, &key) == BY_ROLE) {
             named[kept_named++] = index;
         }
     }
@@ -284,8 +270,9 @@ extract_prune(Tree *tree)
         double limit = extract_rules.pruned_share * (double)extract_text_chars(tree, 0);
         for (int i = 0; i < n_doomed; i++) {
             int index = doomed[i];
-            if (index == 0 || has_removed_ancestor(tree, index)) {
-                continue; /* the body, or already gone with an ancestor */
+            if (index == 0) {
+                continue; /* the body (one inside a removed element is judged still, as the Python
+                           * code judges it in the subtree it removed: a kept heading may be in it) */
             }
             tree->elements[index].removed = !too_big_to_prune(tree, index, limit);
         }
@@ -297,3 +284,4 @@ done:
     PyMem_Free(key.data);
     return status;
 }
+

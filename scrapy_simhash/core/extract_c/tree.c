@@ -76,8 +76,30 @@ add_element(Tree *tree, const xmlNode *node, int parent, unsigned flags)
         return -1;
     }
     int index = tree->n_elements++;
-    tree->elements[index] = (Element){node, parent, -1, -1, -1, -1, flags, 0, 0};
+    tree->elements[index] = (Element){node, parent, -1, -1, -1, -1, flags, 0, 0, 0};
     return index;
+}
+
+/* The code point of the UTF-8 character at u[at], and its size in bytes; 0 where it is cut
+ * short (not UTF-8: decoding the text will say so). */
+int
+extract_decode_utf8(const unsigned char *u, Py_ssize_t at, Py_ssize_t length, Py_UCS4 *code)
+{
+    int size = u[at] < 0x80 ? 1 : u[at] < 0xE0 ? 2 : u[at] < 0xF0 ? 3 : 4;
+    if (at + size > length) {
+        return 0;
+    }
+    if (size == 1) {
+        *code = u[at];
+    } else if (size == 2) {
+        *code = ((Py_UCS4)(u[at] & 0x1F) << 6) | (u[at + 1] & 0x3F);
+    } else if (size == 3) {
+        *code = ((Py_UCS4)(u[at] & 0x0F) << 12) | ((Py_UCS4)(u[at + 1] & 0x3F) << 6) | (u[at + 2] & 0x3F);
+    } else {
+        *code = ((Py_UCS4)(u[at] & 0x07) << 18) | ((Py_UCS4)(u[at + 1] & 0x3F) << 12)
+                | ((Py_UCS4)(u[at + 2] & 0x3F) << 6) | (u[at + 3] & 0x3F);
+    }
+    return size;
 }
 
 /* Where the next of the markers U+E000 + first ... U+E000 + last starts in s[from:length],

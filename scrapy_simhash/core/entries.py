@@ -1,0 +1,61 @@
+"""Lists judged whole: the entries of a list of text are its content (step 3 of :mod:`.content`).
+
+Blocks that are mostly link text are navigation and are left out of the main content. A
+list or a table is one thing, though: navigation is a list whose every entry is a link,
+while a list of members, of functions or of files mixes entries of text ("check_no_
+subscribers() const noexcept  Subscriptor  private") with entries that happen to be mostly
+links ("counter  Subscriptor  mutable private"). Judged row by row, the second kind went,
+and with it what tells a class's member list from its siblings': two such lists kept only
+their long rows, the ones inherited from the same bases.
+
+So the entries of a list (the element children of a ``<table>``, ``<tbody>``, ``<ul>``,
+``<dl>``...: rows, items, terms) are judged together: when at least a third of those with
+text are not mostly links, the others are kept too, their links taken for text. A list
+of links is navigation as before.
+"""
+
+from __future__ import annotations
+
+from lxml import etree
+
+from .textsize import LINK_CLOSE, LINK_OPEN, measure_both
+
+#: Whose element children are entries of one list.
+LIST_TAGS = ("table", "thead", "tbody", "tfoot", "ul", "ol", "dl")
+#: A list has at least this many entries...
+MIN_ENTRIES = 3
+#: ...and of those with text, at least this share not mostly links (content._MAX_LINK_DENSITY).
+MIN_TEXT_SHARE = 1 / 3
+
+
+def link_entries(element: etree._Element, max_link_density: float) -> list[etree._Element]:
+    """The entries that are mostly links (more than *max_link_density* of their text) of
+    the lists of text in *element* (itself included), measured with their links marked
+    (:func:`.textsize.mark_links`)."""
+    found: list[etree._Element] = []
+    for listing in element.iter(*LIST_TAGS):
+        entries = [child for child in listing if isinstance(child.tag, str)]
+        if len(entries) < MIN_ENTRIES:
+            continue
+        judged = [(entry, _is_links(entry, max_link_density)) for entry in entries]
+        judged = [(entry, links) for entry, links in judged if links is not None]
+        links = [entry for entry, is_links in judged if is_links]
+        if links and len(judged) - len(links) >= MIN_TEXT_SHARE * len(judged):
+            found.extend(links)
+    return found
+
+
+def unmark_entries(entries: list[etree._Element]) -> None:
+    """Take the link markers off the links in *entries*, once a link (lists nest)."""
+    links = {link for entry in entries for link in entry.iter("a")}
+    for link in links:
+        link.text = (link.text or "").removeprefix(LINK_OPEN) or None
+        link.tail = (link.tail or "").removeprefix(LINK_CLOSE) or None
+
+
+def _is_links(entry: etree._Element, max_link_density: float) -> bool | None:
+    """Whether an entry is mostly link text (None: it has no text)."""
+    prose, everything = measure_both(entry)
+    if not everything:
+        return None
+    return everything - prose > max_link_density * everything

@@ -1,0 +1,149 @@
+/* The page's heading (heading.page_heading, heading.is_kept), on the tree's events.
+ *
+ * Its first <h1>; else the longest element with no child element, neither a link nor in
+ * one, whose text (whitespace collapsed as str.split() does) is one of the title's parts
+ * (heading.title_parts, given as UTF-8 bytes); the first in document order among equals.
+ */
+#include "extract.h"
+
+/* " ".join(text.split()) of element `index`'s texts, into `out`; its length in characters. */
+static Py_ssize_t
+collapsed_text(const Tree *tree, int index, Buffer *out)
+{
+    const Element *element = &tree->elements[index];
+    Py_ssize_t chars = 0;
+    int space = 0; /* a space is owed before the next character */
+    out->length = 0;
+    for (int at = element->start + 1; at < element->end; at++) {
+        const Text *text = &tree->texts[tree->events[at].index]; /* (a leaf's events are its texts) */
+        const unsigned char *u = (const unsigned char *)text->content;
+        for (Py_ssize_t i = 0; i < text->bytes;) {
+            Py_UCS4 code;
+            int size = extract_decode_utf8(u, i, text->bytes, &code);
+            int invalid = size == 0; /* (not UTF-8: copied as it is, matching no title) */
+            size = invalid ? 1 : size;
+            if (invalid || !Py_UNICODE_ISSPACE(code)) {
+                int gap = space && out->length > 0; /* (no space at the front) */
+                if ((gap && extract_append(out, " ", 1) < 0) || extract_append(out, (const char *)u + i, size) < 0) {
+                    return -1;
+                }
+                chars += 1 + gap;
+                space = 0;
+            } else {
+                space = 1;
+            }
+            i += size;
+        }
+    }
+    return chars;
+}
+
+static int
+in_link(const Tree *tree, int index)
+{
+    for (int at = index; at >= 0; at = tree->elements[at].parent) {
+        if (tree->elements[at].flags & LINK) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether `text` is one of `parts` (a tuple of bytes). */
+static int
+is_a_part(const Buffer *text, PyObject *parts)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(parts); i++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, i);
+        if (PyBytes_GET_SIZE(part) == text->length
+            && memcmp(PyBytes_AS_STRING(part), text->data ? text->data : "", (size_t)text->length) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The heading's element index, -1 for none, -2 with an exception. Asked before pruning. */
+int
+extract_page_heading(const Tree *tree, PyObject *parts)
+{
+    for (int index = 1; index < tree->n_elements; index++) {
+        if (tree->elements[index].flags & HEADING) {
+            return index;
+        }
+    }
+    if (parts == NULL || PyTuple_GET_SIZE(parts) == 0) {
+        return -1;
+    }
+    Buffer text = {0};
+    int best = -1;
+    Py_ssize_t best_chars = 0;
+    for (int index = 1; index < tree->n_elements; index++) {
+        if (tree->elements[index].first_child >= 0 || in_link(tree, index)) {
+            continue;
+        }
+        Py_ssize_t chars = collapsed_text(tree, index, &text);
+        if (chars < 0) {
+            best = -2;
+            break;
+        }
+        if (chars > best_chars && is_a_part(&text, parts)) {
+            best = index, best_chars = chars;
+        }
+    }
+    PyMem_Free(text.data);
+    return best;
+}
+
+/* heading.lost_by_name: the name rules prune the heading or an element around it (below
+ * the body), and none is boilerplate by its tag or role. Asked before pruning; -1 with an
+ * exception. */
+int
+extract_lost_by_name(const Tree *tree, int heading)
+{
+    Buffer key = {0};
+    int named = 0, status = -1;
+    for (int at = heading; at > 0; at = tree->elements[at].parent) {
+        unsigned flags = tree->elements[at].flags;
+        if (flags & BOILERPLATE) {
+            status = 0;
+            goto done;
+        }
+        if (!(flags & CONTAINER)) {
+            continue;
+        }
+        int verdict = extract_named_boilerplate(tree->elements[at].node, &key);
+        if (verdict < 0) {
+            goto done;
+        }
+        if (verdict == BY_ROLE) {
+            status = 0;
+            goto done;
+        }
+        if (verdict == BY_COMPOUND && !(flags & PARAGRAPH)) {
+            verdict = BY_NAME;
+        }
+        named = named || (verdict == BY_NAME && extract_reads_as_section(tree, at) == 0);
+    }
+    status = named;
+done:
+    PyMem_Free(key.data);
+    return status;
+}
+
+/* heading.is_kept: `index` or an element around it is kept, none of them removed. */
+int
+extract_is_kept(const Tree *tree, int index, const int *kept, int n_kept)
+{
+    for (int at = index; at >= 0; at = tree->elements[at].parent) {
+        for (int i = 0; i < n_kept; i++) {
+            if (kept[i] == at) {
+                return 1;
+            }
+        }
+        if (tree->elements[at].removed) {
+            return 0; /* (the Python code's pruned element: its ancestors end there) */
+        }
+    }
+    return 0;
+}

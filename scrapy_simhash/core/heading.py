@@ -1,0 +1,100 @@
+"""The page's heading, kept when the name rules would lose it (step 1 of :mod:`.content`).
+
+Generated documentation prints a page's heading inside a container named for the page's
+frame: Javadoc's ``<div class="header"><h1>Class Element</h1>``, Doxygen's
+``<div class="header"><div class="headertitle"><div class="title">SolverCG Struct
+Reference</div>``. The class/id rules prune such a "header" and the heading with it, and
+sibling pages of one site (the structs of one family, a ``.cc`` file and its header) are
+then left with nothing kept that tells them apart: the largest share of the wrong drops
+on a big Doxygen site (README, "Precision at scale").
+
+The page's heading is its first ``<h1>``; on a page without one, the element with no
+child element, neither a link nor in one, whose text is the page's ``<title>``, or the
+title less a part before or after a separator (the site's name: "deal.II: SolverCG Struct
+Reference"), the longest of those it shows. It is kept, first among the page's blocks, when
+the descent did not keep it and a container named boilerplate by its class or id (or the
+heading itself) is what lost it. Not when an element around it is boilerplate by its tag or
+role: an HTML5 ``<header>`` holds a byline and a date too, and they stay out as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from lxml import etree
+
+from . import boilerplate
+from .names import BY_COMPOUND, BY_NAME, BY_ROLE
+
+#: What sites put between a page's heading and their name in its <title>; a separator
+#: has a space beside it, so that ``Functions::ZeroFunction`` is one part.
+_TITLE_SEPARATOR = re.compile(r"\s+[-_|:·•–—/>»›]+\s*|[-_|:·•–—/>»›]+\s+")
+
+
+def title_parts(title: str) -> tuple[str, ...]:
+    """The texts that show a page's *title* as its heading: the whole title, and the
+    title less its first or its last part (spaces collapsed, longest first).
+
+    >>> title_parts("The deal.II Library: SolverCG Struct Reference")
+    ('The deal.II Library: SolverCG Struct Reference', 'SolverCG Struct Reference', 'The deal.II Library')
+    >>> title_parts("  Settings   | Django | Docs ")
+    ('Settings | Django | Docs', 'Settings | Django', 'Django | Docs')
+    """
+    title = " ".join(title.split())
+    pieces = _TITLE_SEPARATOR.split(title)
+    parts = {title}
+    if len(pieces) > 1:
+        first_cut = _TITLE_SEPARATOR.search(title)
+        last_cut = list(_TITLE_SEPARATOR.finditer(title))[-1]
+        assert first_cut is not None
+        parts.update((title[first_cut.end() :].strip(), title[: last_cut.start()].strip()))
+    return tuple(sorted((part for part in parts if part), key=lambda part: (-len(part), part)))
+
+
+def page_heading(body: etree._Element, parts: Iterable[str]) -> etree._Element | None:
+    """The page's first ``<h1>``, or else its longest element showing one of the title's
+    *parts* (see the module doc); first in document order among equals."""
+    h1 = next(body.iter("h1"), None)
+    if h1 is not None:
+        return h1
+    wanted = frozenset(parts)
+    best, best_length = None, 0
+    for element in body.iter():
+        if not isinstance(element.tag, str) or element is body or len(element) or element.tag == "a":
+            continue  # (len: an element child; comments are stripped before)
+        text = " ".join((element.text or "").split())
+        if len(text) > best_length and text in wanted and not _in_link(element):
+            best, best_length = element, len(text)
+    return best
+
+
+def lost_by_name(heading: etree._Element, body: etree._Element) -> bool:
+    """Whether the name rules prune *heading* (or an element around it, below *body*),
+    and no element around it is boilerplate by its tag or its role. Asked before pruning."""
+    named = False
+    for element in (heading, *heading.iterancestors()):
+        if element is body:
+            break
+        if element.tag in boilerplate.BOILERPLATE_TAGS:
+            return False
+        if element.tag not in boilerplate.CONTAINER_TAGS:
+            continue
+        verdict = boilerplate.attribute_verdict(element)
+        if verdict == BY_ROLE:
+            return False
+        if verdict == BY_COMPOUND and element.tag != "p":
+            verdict = BY_NAME
+        named = named or (verdict == BY_NAME and not boilerplate.reads_as_section(element))
+    return named
+
+
+def is_kept(heading: etree._Element, kept: list[etree._Element]) -> bool:
+    """Whether *heading* is in the *kept* elements (and was not pruned with an element
+    around it: then its ancestors end at that element)."""
+    kept_ids = {id(element) for element in kept}
+    return any(id(element) in kept_ids for element in (heading, *heading.iterancestors()))
+
+
+def _in_link(element: etree._Element) -> bool:
+    return any(ancestor.tag == "a" for ancestor in element.iterancestors())

@@ -1,0 +1,74 @@
+"""Lists judged whole (core/entries.py) and links in code (content._NEVER_LINK_LISTS), in C and Python."""
+
+from __future__ import annotations
+
+import pytest
+
+from c_modules import python_instead_of
+from scrapy_simhash.core import content, text
+
+PROSE = "<p>This is the complete list of members for the class, including all inherited members.</p>"
+
+
+def both(html: str) -> list[str]:
+    """The blocks, C and Python alike (the C extraction where it was built)."""
+    blocks = content.extract_main_blocks(text.parse_html(html, strip_invisible=False))
+    with python_instead_of("extraction"):
+        assert content.extract_main_blocks(text.parse_html(html, strip_invisible=False)) == blocks
+    return blocks
+
+
+def _page(listing: str) -> str:
+    return f"<html><body><div class='contents'>{PROSE}{listing}</div></body></html>"
+
+
+def _member_rows(rows: list[tuple[str, str, str]]) -> str:
+    return "<table class='directory'>" + "".join(
+        f"<tr><td><a href='#{name}'>{name}</a>{args}</td><td><a href='c.html'>{owner}</a></td></tr>"
+        for name, args, owner in rows
+    ) + "</table>"
+
+
+MEMBERS = [
+    ("advance_time", "(const numbers::NumberTraits< double >::real_type delta_t)", "FunctionTime"),
+    ("check_no_subscribers", "() const noexcept private", "Subscriptor"),
+    ("counter", "", "Subscriptor"),
+    ("dimension", "", "Function< dim, double >"),
+    ("gradient", "(const Point< dim > &p, const unsigned int component=0) const override", "ConstantFunction"),
+]
+
+
+def test_a_member_list_keeps_its_rows_of_links() -> None:
+    blocks = both(_page(_member_rows(MEMBERS)))
+    assert any(block.startswith(" counter") for block in blocks)  # mostly links: kept with its list
+    assert any(block.startswith(" dimension") for block in blocks)
+    assert len(blocks) == 1 + len(MEMBERS)
+
+
+def test_a_list_of_links_is_still_navigation() -> None:
+    nav = "<ul>" + "".join(f"<li><a href='/{n}'>Section {n}</a></li>" for n in range(6)) + "</ul>"
+    assert both(_page(nav)) == [PROSE[3:-4]]
+
+
+def test_a_list_with_too_few_text_entries_stays_navigation() -> None:
+    """One entry of text in four is under a third: the links are navigation."""
+    items = [f"<li><a href='/{n}'>Section number {n}</a></li>" for n in range(6)]
+    items[0] = "<li>You are here, in the part of the site about members of classes: <a href='/'>home</a></li>"
+    blocks = both(_page("<ul>" + "".join(items) + "</ul>"))
+    assert not any("Section number" in block for block in blocks)
+
+
+@pytest.mark.parametrize("tag", ["code", "tt", "kbd", "samp", "var"])
+def test_links_in_code_are_code(tag: str) -> None:
+    includes = "".join(f"<{tag}>#include &lt;<a href='{n}.h'>deal.II/base/{n}.h</a>&gt;</{tag}><br>" for n in "abc")
+    blocks = both(_page(f"<div class='textblock'>{includes}</div>"))
+    assert any("#include <deal.II/base/a.h>" in block for block in blocks)
+
+
+def test_an_entry_of_links_keeps_the_lists_inside_it() -> None:
+    """The inner list alone is navigation (one entry of text in four); the outer entry that
+    holds it is a link entry of a list of text: all its links are kept (once, in C as in Python)."""
+    inner = "<ul>" + "".join(f"<li><a href='/{n}'>x{n}</a></li>" for n in range(3)) + "<li>text</li></ul>"
+    outer = "<ul>" + f"<li><a href='/z'>zz</a>{inner}</li>" + "<li>an entry of text</li>" * 2 + "</ul>"
+    blocks = both(_page(outer))
+    assert [block for block in blocks if block.startswith("x")] == ["x0", "x1", "x2"]
