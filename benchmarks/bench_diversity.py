@@ -11,7 +11,9 @@ the mean of the pages' recall ("page R"), the pages keeping less than half of th
 text's tokens ("lost half", count and %), and MB/s of HTML per CPU second, one core.
 One row per generator and extractor, then all English and all Chinese pages together.
 ``--show N`` lists our N pages of lowest recall, with the first reference line we miss.
-``--quick``: the first 20 pages of each generator.
+``--quick``: the first 20 pages of each generator. Each extractor gets the page's HTML and a URL
+on a host of its generator (``http://doxygen.test/<path>``), as a crawl would: ours tells the
+page's own links from links into other pages by it (:mod:`scrapy_simhash.core.digests`).
 
 The goal (issue 16): mean token recall >= 0.95, precision >= 0.98, at most 0.5% of the
 pages losing half of their main text, in English and in Chinese.
@@ -60,7 +62,8 @@ def worst(pages: list[Page], reference: dict[str, str], count: int) -> Iterable[
     """Our *count* pages of lowest recall, each with the first reference line we miss."""
     scored = []
     for page in pages:
-        got = bench_extraction.tokens(bench_extraction.ours(str(page["html"]).encode("utf-8")))
+        html = str(page["html"]).encode("utf-8")
+        got = bench_extraction.tokens(bench_extraction.ours(html, bench_extraction.page_url(page)))
         wanted = bench_extraction.tokens(reference[str(page["id"])])
         scored.append((sum((got & wanted).values()) / max(sum(wanted.values()), 1), page, got))
     for recall, page, got in sorted(scored, key=lambda item: item[0])[:count]:

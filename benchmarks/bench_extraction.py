@@ -29,14 +29,16 @@ DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "de
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(f"[{_HAN}]|[^\\W{_HAN}]+")
 
-Extractor = Callable[[bytes], str]
+#: An extractor: a page's HTML and its URL (None: unknown) -> its main text.
+Extractor = Callable[[bytes, "str | None"], str]
 
 
-def ours(html: bytes) -> str:
-    return "\n".join(content.extract_main_blocks(text.parse_html(html)))
+def ours(html: bytes, url: str | None = None) -> str:
+    """As a crawl extracts: the page's <title> read (its heading), at its URL (its own links)."""
+    return "\n".join(content.extract_main_blocks(text.parse_html(html, strip_invisible=False), url))
 
 
-def plain_dump(html: bytes) -> str:
+def plain_dump(html: bytes, url: str | None = None) -> str:
     return text.visible_text(text.parse_html(html))
 
 
@@ -46,8 +48,8 @@ def _trafilatura() -> Extractor | None:
     except ImportError:
         return None
 
-    def extract(html: bytes) -> str:
-        return trafilatura.extract(html, include_comments=False, include_tables=True) or ""
+    def extract(html: bytes, url: str | None = None) -> str:
+        return trafilatura.extract(html, url=url, include_comments=False, include_tables=True) or ""
 
     return extract
 
@@ -67,7 +69,7 @@ def measure(
     for page in pages:
         html = str(page["html"]).encode("utf-8")
         start = time.process_time()
-        extracted = extract(html)
+        extracted = extract(html, page_url(page))
         seconds += time.process_time() - start
         got, ref = tokens(extracted), tokens(reference[str(page["id"])])
         shared = sum((got & ref).values())
@@ -82,6 +84,15 @@ def measure(
         "page_recall": sum(page_recalls) / max(len(page_recalls), 1),
         "lost_half": sum(recall < 0.5 for recall in page_recalls), "mb_s": size / max(seconds, 1e-9),
     }
+
+
+def page_url(page: dict[str, object]) -> str | None:
+    """The page's URL: its own, or for a page of ``diversity_data.py`` (``id`` =
+    ``generator/path``) one on a host of its generator, as a crawl of its site would see."""
+    if page.get("url"):
+        return str(page["url"])
+    site, _, path = str(page["id"]).partition("/")
+    return f"http://{site}.test/{path}" if path else None
 
 
 def _read(path: Path) -> list[dict[str, object]]:
