@@ -49,8 +49,10 @@ logger = logging.getLogger(__name__)
 #: A pluggable extractor: parsed page (modifiable) -> its main-content text blocks.
 Extractor = Callable[[etree._Element], list[str]]
 
-#: Blocks whose text is mostly link text are navigation, not prose.
-_MAX_LINK_DENSITY = 0.5
+#: Blocks whose text is mostly link text are navigation, not prose. Not from half: a line
+#: that names where something is ("Definition at line 131 of file types.h.", the number and
+#: the file linked) is 53% links, a menu ("Home | About | Contact") 90%.
+_MAX_LINK_DENSITY = 0.6
 #: Below this share of prose the page is a list of links (an index, a table of contents).
 _MIN_PROSE_SHARE = 0.3
 #: Never a link list, whatever their links: a heading made of links (rustdoc's
