@@ -76,7 +76,7 @@ _CONTAINERS = st.sampled_from(
         "dt", "dd", "th",
     ]
 )  # fmt: skip
-#: Entries of lists (entries.link_entries): mostly links, text, or any element.
+#: Entries of lists (entries.text_list_entries): mostly links, text, or any element.
 _LINK_ENTRY = _TEXTS.map(lambda words: f"<a href='/x'>{words or 'a link'}</a>")
 _TEXT_ENTRY = _TEXTS.map(lambda words: f"{words}<a href='/y'>y</a> and some text that is not a link")
 _ENTRY_TAGS = {"ul": ("li",), "ol": ("li",), "table": ("tr",), "tbody": ("tr",), "dl": ("dt", "dd")}

@@ -15,8 +15,8 @@ the thousands of inline ``<span>`` of a code listing):
    listing: those are parts of an article, not its container.
 3. *Split* it into text blocks at block-level elements, and drop the blocks that
    are mostly link text (link lists), unless the whole page is links (a table of
-   contents), they are entries of a list of text (:mod:`.entries`) or their links are in
-   code or a heading; the credit and legal lines (:func:`.boilerplate.is_credit_line`), and
+   contents), they are in a list of text (:mod:`.entries`) or their links are in code or
+   a heading; the credit and legal lines (:func:`.boilerplate.is_credit_line`), and
    a title that the next block repeats (:func:`without_repeats`).
 
 Any callable ``(root) -> list[str]`` can replace :func:`extract_main_blocks` (see
@@ -122,10 +122,10 @@ def _extract_in_python(root: etree._Element, url: str | None = None) -> list[str
     if page_heading is not None and not heading.is_kept(page_heading, kept):
         kept.insert(0, page_heading)
     if not links_are_content:
-        link_entries = [entry for element in kept for entry in entries.link_entries(element, _MAX_LINK_DENSITY)]
+        list_entries = [entry for element in kept for entry in entries.text_list_entries(element, _MAX_LINK_DENSITY)]
         for element in kept:
             unmark_links(element, _NEVER_LINK_LISTS)
-        entries.unmark_entries(link_entries)
+        entries.unmark_entries(list_entries)
     blocks = [block for element in kept for block in split_blocks(element)]
     if not links_are_content:
         blocks = _without_link_lists(blocks)

@@ -10,7 +10,9 @@ their long rows, the ones inherited from the same bases.
 
 So the entries of a list (the element children of a ``<table>``, ``<tbody>``, ``<ul>``,
 ``<dl>``...: rows, items, terms) are judged together: when at least a third of those with
-text are not mostly links, the others are kept too, their links taken for text. A list
+text are not mostly links, the list is text, and so are its links: a row mostly of links is
+kept, and so is a cell of a row of text that is only a link (FPDoc's property tables put
+each cell in a paragraph of its own: "pl", "ro", and the property's name, a link). A list
 of links is navigation as before.
 """
 
@@ -28,20 +30,20 @@ MIN_ENTRIES = 3
 MIN_TEXT_SHARE = 1 / 3
 
 
-def link_entries(element: etree._Element, max_link_density: float) -> list[etree._Element]:
-    """The entries that are mostly links (more than *max_link_density* of their text) of
-    the lists of text in *element* (itself included), measured with their links marked
+def text_list_entries(element: etree._Element, max_link_density: float) -> list[etree._Element]:
+    """The entries of the lists of text in *element* (itself included): lists of at least
+    :data:`MIN_ENTRIES` entries, :data:`MIN_TEXT_SHARE` of those with text not mostly links
+    (more than *max_link_density* of their text), measured with their links marked
     (:func:`.textsize.mark_links`)."""
     found: list[etree._Element] = []
     for listing in element.iter(*LIST_TAGS):
         entries = [child for child in listing if isinstance(child.tag, str)]
         if len(entries) < MIN_ENTRIES:
             continue
-        judged = [(entry, _is_links(entry, max_link_density)) for entry in entries]
-        judged = [(entry, links) for entry, links in judged if links is not None]
-        links = [entry for entry, is_links in judged if is_links]
-        if links and len(judged) - len(links) >= MIN_TEXT_SHARE * len(judged):
-            found.extend(links)
+        verdicts = [is_links for is_links in (_is_links(entry, max_link_density) for entry in entries)
+                    if is_links is not None]
+        if verdicts and verdicts.count(False) >= MIN_TEXT_SHARE * len(verdicts):
+            found.extend(entries)
     return found
 
 

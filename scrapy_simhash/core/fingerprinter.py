@@ -199,8 +199,10 @@ class Fingerprinter:
         return self._featurizer.features_and_shingle_set(blocks, SKETCH_SHINGLE_SIZE)
 
 
-#: What sites put between a page's heading and their name in its <title>.
-_TITLE_SEPARATORS = frozenset("-_|:·•–—/,>»›")
+#: What sites put between a page's heading and their name in its <title>. Not "/": a file's
+#: page names it by its path ("deal.II: include/gmsh Directory Reference"), and the path is
+#: what tells it from its namesake in another folder ("source/gmsh").
+_TITLE_SEPARATORS = frozenset("-_|:·•–—,>»›")
 #: Where the page's heading is among its blocks (its title block, a template's h1).
 _HEADING_BLOCKS = 3
 

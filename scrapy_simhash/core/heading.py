@@ -11,7 +11,8 @@ on a big Doxygen site (README, "Precision at scale").
 The page's heading is its first ``<h1>``; on a page without one, the element with no
 child element, neither a link nor in one, whose text is the page's ``<title>``, or the
 title less a part before or after a separator (the site's name: "deal.II: SolverCG Struct
-Reference"), the longest of those it shows. It is kept, first among the page's blocks, when
+Reference") or a file's path ("generators.cc File Reference" for "deal.II:
+source/particles/generators.cc File Reference"), the longest of those it shows. It is kept, first among the page's blocks, when
 the descent did not keep it and a container named boilerplate by its class or id (or the
 heading itself) is what lost it. Not when an element around it is boilerplate by its tag or
 role: an HTML5 ``<header>`` holds a byline and a date too, and they stay out as before.
@@ -27,19 +28,24 @@ from lxml import etree
 from . import boilerplate
 from .names import BY_COMPOUND, BY_NAME, BY_ROLE
 
-#: What sites put between a page's heading and their name in its <title>; a separator
-#: has a space beside it, so that ``Functions::ZeroFunction`` is one part.
-_TITLE_SEPARATOR = re.compile(r"\s+[-_|:·•–—/>»›]+\s*|[-_|:·•–—/>»›]+\s+")
+#: What sites put between a page's heading and their name in its <title> (the
+#: fingerprinter's separators less the comma); a separator has a space beside it, so that
+#: ``Functions::ZeroFunction`` is one part.
+_TITLE_SEPARATOR = re.compile(r"\s+[-_|:·•–—>»›]+\s*|[-_|:·•–—>»›]+\s+")
 
 
 def title_parts(title: str) -> tuple[str, ...]:
     """The texts that show a page's *title* as its heading: the whole title, and the
-    title less its first or its last part (spaces collapsed, longest first).
+    title less its first or its last part, and any of those less a path before its last
+    ``/`` (spaces collapsed, longest first).
 
     >>> title_parts("The deal.II Library: SolverCG Struct Reference")
     ('The deal.II Library: SolverCG Struct Reference', 'SolverCG Struct Reference', 'The deal.II Library')
     >>> title_parts("  Settings   | Django | Docs ")
     ('Settings | Django | Docs', 'Settings | Django', 'Django | Docs')
+    >>> title_parts("Lib: src/fe/block_mask.cc File Reference")[2]
+    'block_mask.cc File Reference'
+
     """
     title = " ".join(title.split())
     pieces = _TITLE_SEPARATOR.split(title)
@@ -49,6 +55,9 @@ def title_parts(title: str) -> tuple[str, ...]:
         last_cut = list(_TITLE_SEPARATOR.finditer(title))[-1]
         assert first_cut is not None
         parts.update((title[first_cut.end() :].strip(), title[: last_cut.start()].strip()))
+    # A file's page names it by its path in the title, by its name on the page:
+    # "deal.II: source/particles/generators.cc File Reference" shows "generators.cc File Reference".
+    parts.update([part.rpartition("/")[2].strip() for part in parts if "/" in part])
     return tuple(sorted((part for part in parts if part), key=lambda part: (-len(part), part)))
 
 

@@ -8,15 +8,16 @@
 #include "extract.h"
 
 /* Which link markers the serialisation writes: those of mark_links, less the ones that
- * unmark_links takes off the links inside NEVER_LINK_LIST elements and entries.
- * unmark_entries takes off those in link entries (when links are not the content).
+ * unmark_links takes off the links inside NEVER_LINK_LIST elements, and those that
+ * entries.unmark_entries takes off the links in the entries of lists of text (when links
+ * are not the content).
  * unmark_links runs once per such element around a link, unmark_entries once if any
  * entry is: each run takes one marker off the front of the link's text (its tail),
  * mark_links' own first, then the page's literal U+E001 (U+E002) if the text starts with one. */
 typedef struct {
     int unmark;             /* links are not the content: unmark_links runs */
     int within;             /* NEVER_LINK_LIST elements open around this point of the walk */
-    int entries;            /* link entries open around it (entries.link_entries) */
+    int entries;            /* list entries open around it (entries.text_list_entries) */
     int strip;              /* literal markers still to take off the front of the text ahead */
     unsigned char stripped; /* which: OPEN_MARK or CLOSE_MARK */
 } Marking;
@@ -45,7 +46,7 @@ write_element_event(const Element *element, int kind, Marking *marking, Buffer *
     if (element->flags & NEVER_LINK_LIST) {
         marking->within += kind == START ? 1 : -1;
     }
-    if (element->link_entry && kind == START) {
+    if (element->list_entry && kind == START) {
         marking->entries++;
     }
     if ((element->flags & BLOCK) && extract_append(out, BOUNDARY, 3) < 0) {
@@ -58,7 +59,7 @@ write_element_event(const Element *element, int kind, Marking *marking, Buffer *
     if (element->flags & LINK) { /* (an entry that is a link: its tail's marker goes too) */
         status = write_link_marker(marking, kind == START ? OPEN_MARK : CLOSE_MARK, out);
     }
-    if (element->link_entry && kind == END) {
+    if (element->list_entry && kind == END) {
         marking->entries--;
     }
     return status;

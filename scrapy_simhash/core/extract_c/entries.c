@@ -1,5 +1,5 @@
-/* Lists judged whole (entries.link_entries): the entries of a list of text that are mostly
- * links are marked, and the serialisation (blocks.c) takes their links' markers off.
+/* Lists judged whole (entries.text_list_entries): the entries of a list of text are marked,
+ * and the serialisation (blocks.c) takes their links' markers off.
  *
  * Measured as the Python code measures them: with every link marked (before unmark_links).
  */
@@ -17,7 +17,7 @@ is_links(const Tree *tree, int entry)
     return (double)(everything - prose) > extract_rules.link_density * (double)everything;
 }
 
-/* The element children (not removed) of list `listing`: its entries, judged. */
+/* The element children (not removed) of `listing`: its entries, marked if it is a list of text. */
 static void
 judge_list(Tree *tree, int listing)
 {
@@ -31,21 +31,19 @@ judge_list(Tree *tree, int listing)
         judged += verdict >= 0;
         links += verdict == 1;
     }
-    if (entries < extract_rules.min_entries || links == 0
+    if (entries < extract_rules.min_entries || judged == 0
         || (double)(judged - links) < extract_rules.min_text_share * (double)judged) {
         return;
     }
     for (int child = tree->elements[listing].first_child; child >= 0; child = tree->elements[child].next_sibling) {
-        if (!tree->elements[child].removed && is_links(tree, child) == 1) {
-            tree->elements[child].link_entry = 1;
-        }
+        tree->elements[child].list_entry = !tree->elements[child].removed;
     }
 }
 
-/* Mark the link entries of the lists of text in the kept elements (themselves included; a
+/* Mark the entries of the lists of text in the kept elements (themselves included; a
  * kept heading may have been pruned with its container, heading.c). */
 void
-extract_mark_link_entries(Tree *tree, const int *kept, int n_kept)
+extract_mark_list_entries(Tree *tree, const int *kept, int n_kept)
 {
     for (int i = 0; i < n_kept; i++) {
         int end = tree->elements[kept[i]].end;

@@ -86,7 +86,7 @@ typedef struct {
     int start, end;                /* its START and END events */
     unsigned flags;
     int removed, on_heading_path;
-    int link_entry; /* an entry of a list of text that is mostly links: its links lose their markers */
+    int list_entry; /* an entry of a list of text: its links lose their markers */
 } Element;
 
 typedef struct {
@@ -155,7 +155,7 @@ INTERNAL PyObject *extract_blocks(const Tree *tree, const int *kept, int n_kept,
 INTERNAL int extract_page_heading(const Tree *tree, PyObject *parts);
 INTERNAL int extract_lost_by_name(const Tree *tree, int heading);
 INTERNAL int extract_is_kept(const Tree *tree, int index, const int *kept, int n_kept);
-INTERNAL void extract_mark_link_entries(Tree *tree, const int *kept, int n_kept);
+INTERNAL void extract_mark_list_entries(Tree *tree, const int *kept, int n_kept);
 
 /* ---- Digests of other documents (digest.c) ---- */
 

@@ -70,7 +70,7 @@ extract(Tree *tree, PyObject *parts, int *kept)
         return NULL;
     }
     if (!links_are_content) {
-        extract_mark_link_entries(tree, kept, n_kept);
+        extract_mark_list_entries(tree, kept, n_kept);
     }
     return extract_blocks(tree, kept, n_kept, links_are_content);
 }
