@@ -51,6 +51,32 @@ def test_wildcard_probes_of_a_large_index_match_brute_force(kernel: str, wildcar
     assert sum(map(len, found)) > 100  # the probes do find entries
 
 
+def test_the_c_probe_filters_long_buckets_as_its_twin(scan: ModuleType) -> None:
+    """Buckets of ~300 rows: the C filter's whole blocks of 64 rows and their tails, every
+    distance up to past its rounds of ``x &= x - 1`` (filter.h), with and without wildcard bits."""
+    entries = entries_around(20_000, seed=5, bases=BASES[:500])  # ~40 rows a base: many matches
+    fingerprints = np.array([f for f, _ in entries], dtype=np.uint64)
+    tables = _buckets.SortedBuckets.build(make_design(3, 4, 6), fingerprints)
+    assert int(tables.bucket_sizes().max()) > 128
+    rng = np.random.default_rng(5)
+    probes = [(f ^ (1 << int(rng.integers(64))), weakest_bits(rng.random(64), bits))
+              for (f, _), bits in zip(entries_around(60, seed=7, bases=BASES[:500]), [0, 6, 14] * 20)]
+    for max_distance in [0, 1, 3, 8, 9, 12]:
+        found = [tables.matches(q, max_distance, wildcard) for q, wildcard in probes]
+        with using_kernel("numpy"):
+            assert found == [tables.matches(q, max_distance, wildcard) for q, wildcard in probes]
+        if max_distance <= 3:  # (the design's distance: every row within it is in a visited bucket)
+            assert found == [brute_force(fingerprints, q, max_distance, wildcard) for q, wildcard in probes]
+    assert sum(map(len, found)) > 1000
+
+
+def brute_force(fingerprints: np.ndarray, query: int, max_distance: int, wildcard: int) -> dict[int, int]:
+    """``{row: fingerprint}`` of every row within *max_distance* outside the *wildcard* bits."""
+    counted = np.uint64(~wildcard & (2**64 - 1))
+    rows = np.flatnonzero(np.bitwise_count((fingerprints ^ np.uint64(query)) & counted) <= max_distance)
+    return dict(zip(rows.tolist(), fingerprints[rows].tolist()))
+
+
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_describe_names_the_probe(kernel: str) -> None:
     with using_kernel(kernel):

@@ -1,6 +1,7 @@
 /* The probe of the in-memory permutation index, in C: the module _scan, built from this
- * folder's files (sorted.c: the sorted tables; buffer.c: the write buffer; args.c: arguments;
- * crc.c: the key CRCs of a key store).
+ * folder's files (sorted.c: the sorted tables, plan.c the buckets they visit, filter.h the
+ * row filter; buffer.c: the write buffer; args.c: arguments; crc.c: the key CRCs of a key
+ * store).
  * Mirrors: the NumPy and Python code
  * of _buckets.SortedBuckets.matches and WriteBuffer.matches, the readable twin, held equal
  * by tests/test_index_scan.py and checked against it on a sample when _buckets loads (a
@@ -10,7 +11,8 @@
  * Layout (_slices.py): for table t, bucket `key` is positions dir[t][key] ... dir[t][key+1]
  * of that table's arrays; table 0 holds the fingerprints and row ids, the others a 32-bit
  * slice of each fingerprint. A probe of a page with wildcard bits visits ~50 buckets and
- * reads them in order (a random read each cost ~12 ns at 10M rows, a row read in order ~1).
+ * reads each in order (a random read each cost ~12 ns at 10M rows, a row read in order ~1),
+ * their first lines prefetched ahead of the scan (sorted.c).
  * A row of table t > 0 whose slice is within max_distance is looked up in its table-0
  * bucket. The write buffer's buckets are dict chains (WriteBuffer), walked here too.
  */
