@@ -119,8 +119,16 @@ def test_the_write_buffer_walk_finds_rows_within_the_distance(scan: ModuleType) 
         assert buffer.add(row, fingerprint) == design.bucket_keys(fingerprint)[0]
     assert buffer.matches(0, 3) == {10: 0, 11: 0b0111}
     assert buffer.matches(0, 3, 0b1000) == {10: 0, 11: 0b0111, 12: 0b1111}
+    arrays = (buffer._layout, buffer._newest, buffer._older, buffer._fingerprints)
+    with pytest.raises(IndexError, match="does not hold"):  # (rows 2 and 3 are not there)
+        scan.buffer_matches(*arrays, 1, 10, 0, 2**64 - 1, 3)
+    buffer._older[0, 1] = 1  # a chain that loops
     with pytest.raises(IndexError, match="does not hold"):
-        scan.buffer_matches(buffer._layout, buffer._newest, buffer._older, buffer._fingerprints, 11, 0, 0, 3)
+        scan.buffer_matches(*arrays, 4, 10, 0, 0, 3)
+    with pytest.raises(ValueError, match="slots"):
+        scan.buffer_matches(buffer._layout, buffer._newest[:, :5].copy(), *arrays[2:], 4, 10, 0, 0, 3)
+    with pytest.raises(IndexError, match="full"):
+        scan.buffer_add(*arrays, len(buffer._fingerprints), 0)
 
 
 def test_scan_refuses_what_would_read_out_of_bounds(scan: ModuleType) -> None:
@@ -156,7 +164,7 @@ def test_scan_refuses_wrong_arguments(scan: ModuleType) -> None:
         probe(scan, tables, -1, 0, 3)
     with pytest.raises(TypeError):
         probe(scan, tables, 1.5, 0, 3)
-    with pytest.raises(TypeError, match="tuples"):
+    with pytest.raises(TypeError, match="9 arguments"):
         scan.buffer_matches(layout, [{}] * 4, (), np.zeros(0, np.uint64), 0, 0, 0, 3)
 
 
@@ -172,7 +180,7 @@ def test_a_c_probe_that_differs_from_its_twin_is_switched_off(monkeypatch: pytes
 
 def test_the_c_write_buffer_add_keeps_what_its_twin_keeps(scan: ModuleType) -> None:
     design, rng = make_design(3, 4, 8), random.Random(3)
-    fingerprints = [rng.getrandbits(64) for _ in range(500)] * 2  # (some buckets chained)
+    fingerprints = [rng.getrandbits(64) for _ in range(1500)] * 2  # (some buckets chained, the arrays grown)
     buffers = {}
     for kernel in KERNELS:
         with using_kernel(kernel):
@@ -180,8 +188,33 @@ def test_the_c_write_buffer_add_keeps_what_its_twin_keeps(scan: ModuleType) -> N
             keys = [buffers[kernel].add(row, f) for row, f in enumerate(fingerprints, 7)]
         assert keys == [design.bucket_keys(f)[0] for f in fingerprints]
     c, twin = buffers["c"], buffers["numpy"]
-    assert (c._newest, c._older, c._fingerprints) == (twin._newest, twin._older, twin._fingerprints)
+    rows = len(fingerprints)
+    assert np.array_equal(c._newest, twin._newest) and np.array_equal(c._older[:, :rows], twin._older[:, :rows])
+    assert np.array_equal(c._fingerprints[:rows], twin._fingerprints[:rows])
     with pytest.raises(TypeError, match="6 arguments"):
         scan.buffer_add(c._layout, c._newest, c._older)
-    with pytest.raises(TypeError, match="tuples"):
-        scan.buffer_add(c._layout, list(c._newest), c._older, c._fingerprints, 1007, 0)
+    with pytest.raises(TypeError, match="4-byte ints"):
+        scan.buffer_add(c._layout, c._newest.astype(np.int64), c._older, c._fingerprints, 0, 0)
+    with pytest.raises(ValueError, match="read-only"):  # (an array it writes to must be writable)
+        c._older.flags.writeable = False
+        scan.buffer_add(c._layout, c._newest, c._older, c._fingerprints, 0, 0)
+
+
+def test_a_write_buffer_with_fewer_slots_than_buckets_finds_the_same_rows() -> None:
+    """Slots are a bucket key's low bits: rows of other buckets in a slot are looked at and
+    left out (20-bit keys, 4,096 slots)."""
+    design = make_design(3, 5, 20)
+    entries = entries_around(3000, seed=8)
+    rng = np.random.default_rng(8)
+    probes = [(f ^ 1, weakest_bits(rng.random(64), 14)) for f, _ in entries_around(50, seed=9)]
+    reference = BruteForceIndex(3)
+    reference.add_many(entries)
+    for kernel in KERNELS:
+        with using_kernel(kernel):
+            buffer = WriteBuffer(design, 0)
+            for row, (fingerprint, _) in enumerate(entries):
+                buffer.add(row, fingerprint)
+            assert buffer._newest.shape == (10, 4096)
+            found = [buffer.matches(q, 3, w) for q, w in probes]
+        assert [sorted(f.values()) for f in found] == [sorted(m.fingerprint for m in reference.query(q, w))
+                                                      for q, w in probes]

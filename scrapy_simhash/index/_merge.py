@@ -42,6 +42,11 @@ class BufferedTables:
         """The write buffers that hold rows, oldest first."""
         return [buffer for buffer in (self.frozen, self.buffer) if buffer is not None and len(buffer)]
 
+    @property
+    def buffer_bytes(self) -> int:
+        """The allocated bytes of the write buffers (the one being merged included)."""
+        return sum(buffer.nbytes for buffer in (self.frozen, self.buffer) if buffer is not None)
+
     def matches(self, fingerprint: int, max_distance: int, wildcard: int = 0) -> dict[int, int]:
         """``{row: fingerprint}`` of every row within *max_distance* off *wildcard*."""
         found = self.sorted.matches(fingerprint, max_distance, wildcard)

@@ -1,6 +1,4 @@
 # The C probe (scan_c/); see _buckets.SortedBuckets.matches and WriteBuffer.matches.
-from array import array
-
 import numpy as np
 import numpy.typing as npt
 
@@ -17,9 +15,10 @@ def sorted_matches(
 ) -> dict[int, int]: ...
 def buffer_matches(
     layout: npt.NDArray[np.uint64],
-    newests: tuple[dict[int, int], ...],
-    olders: tuple[array[int], ...],
-    fingerprints: array[int],
+    newest: npt.NDArray[np.int32],
+    older: npt.NDArray[np.int32],
+    fingerprints: npt.NDArray[np.uint64],
+    count: int,
     first_row: int,
     fingerprint: int,
     wildcard: int,
@@ -28,10 +27,10 @@ def buffer_matches(
 ) -> dict[int, int]: ...
 def buffer_add(
     layout: npt.NDArray[np.uint64],
-    newests: tuple[dict[int, int], ...],
-    olders: tuple[array[int], ...],
-    fingerprints: array[int],
-    row: int,
+    newest: npt.NDArray[np.int32],
+    older: npt.NDArray[np.int32],
+    fingerprints: npt.NDArray[np.uint64],
+    count: int,
     fingerprint: int,
     /,
 ) -> int: ...

@@ -234,10 +234,9 @@ class MemoryIndex(SimhashIndex):
         return described
 
     def memory_usage(self) -> dict[str, int]:
-        """Allocated bytes of the index structure, the keys (and their lookup, once built) and
-        the sketches (buffers excluded)."""
-        buffered = 8 * sum(map(len, self._tables.buffers()))
-        index_bytes = self._tables.sorted.nbytes + self._hints.nbytes + buffered
+        """Allocated bytes of the index structure (the write buffers' arrays included), the
+        keys (and their lookup, once built) and the sketches."""
+        index_bytes = self._tables.sorted.nbytes + self._hints.nbytes + self._tables.buffer_bytes
         key_bytes = self._keys.nbytes + (self._key_lookup.nbytes if self._key_lookup is not None else 0)
         return {"index_bytes": index_bytes, "key_bytes": key_bytes, "sketch_bytes": self._sketches.nbytes}
 

@@ -1,11 +1,13 @@
 /* The index probe's arguments (aligned int arrays, 64-bit ints, distances) and results. */
 #include "scan.h"
 
-/* An aligned, C-contiguous buffer of ints of `itemsize` bytes, of one of the type `codes`. */
+/* An aligned, C-contiguous buffer of ints of `itemsize` bytes, of one of the type `codes`
+ * (`flags`: PyBUF_WRITABLE for one written to, or 0). */
 int
-scan_get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *codes, const char *name)
+scan_get_array_flags(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *codes, const char *name,
+                     int flags)
 {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | flags) < 0) {
         return -1;
     }
     const char *code = view->format ? view->format : "B";
@@ -19,6 +21,12 @@ scan_get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *
         return -1;
     }
     return 0;
+}
+
+int
+scan_get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *codes, const char *name)
+{
+    return scan_get_array_flags(obj, view, itemsize, codes, name, 0);
 }
 
 /* A Python int (or anything with __index__) as 64 unsigned bits; -1 with an exception. */

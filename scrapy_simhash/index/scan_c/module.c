@@ -14,7 +14,8 @@
  * reads each in order (a random read each cost ~12 ns at 10M rows, a row read in order ~1),
  * their first lines prefetched ahead of the scan (sorted.c).
  * A row of table t > 0 whose slice is within max_distance is looked up in its table-0
- * bucket. The write buffer's buckets are dict chains (WriteBuffer), walked here too.
+ * bucket. The write buffer's buckets are chains through int32 arrays (WriteBuffer), walked
+ * here too.
  */
 #include "scan.h"
 
@@ -24,12 +25,12 @@ static PyMethodDef methods[] = {
      "wildcard, max_distance, /)\n--\n\n"
      "{row: fingerprint} of the sorted tables' rows within max_distance outside the wildcard bits."},
     {"buffer_matches", (PyCFunction)(void (*)(void))scan_buffer_matches, METH_FASTCALL,
-     "buffer_matches($module, layout, newests, olders, fingerprints, first_row, fingerprint, "
+     "buffer_matches($module, layout, newest, older, fingerprints, count, first_row, fingerprint, "
      "wildcard, max_distance, /)\n--\n\n"
      "{row: fingerprint} of a write buffer's rows within max_distance outside the wildcard bits."},
     {"buffer_add", (PyCFunction)(void (*)(void))scan_buffer_add, METH_FASTCALL,
-     "buffer_add($module, layout, newests, olders, fingerprints, row, fingerprint, /)\n--\n\n"
-     "Append a row to a write buffer (its fingerprints and per-table chains); its table-0 key."},
+     "buffer_add($module, layout, newest, older, fingerprints, count, fingerprint, /)\n--\n\n"
+     "Put a write buffer's row `count` at the head of its slots (newest, older, fingerprints); its table-0 key."},
     {"key_crcs", (PyCFunction)(void (*)(void))scan_key_crcs, METH_FASTCALL,
      "key_crcs($module, data, ends, start, /)\n--\n\n"
      "zlib's CRC-32 of keys start... of data, stored back to back and ending at ends: 4 bytes each, native order."},
