@@ -15,6 +15,7 @@ from probe_kernels import KERNELS, using_kernel
 from scrapy_simhash.index import _merge
 from scrapy_simhash.index._buckets import SortedBuckets
 from scrapy_simhash.index._design_choice import design_for_size
+from scrapy_simhash.index._pages import HUGE_PAGE, PageToucher
 from scrapy_simhash.index._storage import GrowableArray
 from scrapy_simhash.index._tables import make_design
 from scrapy_simhash.index.brute import BruteForceIndex
@@ -115,3 +116,14 @@ def test_a_growing_column_moves_to_its_larger_copy_a_slice_at_a_time(monkeypatch
     assert copied_whole == []
     assert np.array_equal(column.values, np.arange(90_000))
     assert column.nbytes <= 90_000 * 8 * 1.2 * 2  # (a larger copy may be under way)
+
+
+def test_the_pages_a_merge_fills_are_touched_a_step_each() -> None:
+    """Each fresh 2 MB page is faulted in by a step of its own (see index/_pages.py)."""
+    values = np.empty(3 * HUGE_PAGE // 8 + 5, dtype=np.uint64)
+    toucher = PageToucher(values)
+    assert sum(1 for _ in toucher.steps_until(10)) == 1  # the page of the first values
+    steps = sum(1 for _ in toucher.steps_until(len(values)))
+    first_page = -values.ctypes.data % HUGE_PAGE  # where the first whole page starts
+    assert steps == len(range(first_page, values.nbytes, HUGE_PAGE)) - (first_page == 0)
+    assert sum(1 for _ in toucher.steps_until(len(values))) == 0  # (each page once)

@@ -2,11 +2,14 @@
 
 A merge moves every row of every table: at 10M rows and 4 tables, ~0.1 s in one go,
 which would hold Scrapy's reactor that long once every 131k pages. :func:`merge_steps`
-does the same work in steps of about :data:`STEP_ENTRIES` entries (~0.5 ms each); the
-index runs one step per insert and meanwhile answers from the old tables plus the rows
-being merged, still in their (now frozen) write buffer. A merge of ``n`` rows takes
-about ``tables * n / STEP_ENTRIES`` steps (~164 at 10M, ~1,600 at 100M), far fewer than
-the inserts that fill the next buffer (``min(n / 64, 131072)``), so merges never pile up.
+does the same work in steps of about :data:`STEP_ENTRIES` entries, and a step of its own
+for each fresh 2 MB page it is about to write (:mod:`._pages`); the index runs one step per
+insert and meanwhile answers from the old tables plus the rows being merged, still in their
+(now frozen) write buffer. A merge of ``n`` rows takes about ``tables * n / STEP_ENTRIES``
+steps plus one per 2 MB of tables (~750 at 10M, ~7,500 at 100M), far fewer than the
+inserts that fill the next buffer (``min(n / 64, 131072)``), so merges never pile up.
+Measured at 10M rows alone (``STEP_ENTRIES`` 2**16): 0.08-0.09 ms a step at the median, at
+most 1.3-1.6 ms (sorting a table's new rows), ~100 ms in all.
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ import numpy as np
 import numpy.typing as npt
 
 from ._buckets import SortedBuckets, check_rows, sort_dtype, table_values
+from ._pages import PageToucher
 from ._write_buffer import WriteBuffer
 from ._tables import TableDesign
 
-#: Entries of one table moved per step: ~0.5 ms of NumPy copying.
-STEP_ENTRIES = 1 << 18
+#: Entries of one table moved per step: ~0.1 ms of NumPy copying (2**18 took ~0.5 ms, and
+#: wrote 1-3 MB of fresh pages a step: see :mod:`._pages`).
+STEP_ENTRIES = 1 << 16
 
 #: A merge in progress: each ``next()`` does one step; it returns the merged tables.
 MergeSteps = Generator[None, None, SortedBuckets]
@@ -145,10 +150,13 @@ def _merge_table(
     targets = old_directory[sorted_keys + 1] + np.arange(len(order))
     buckets = len(directory) - 1
     start = 0
+    pages = [PageToucher(out.values(table))] + ([PageToucher(out.rows)] if table == 0 else [])
     yield
     while start < buckets:
         stop = int(np.searchsorted(directory, directory[start] + STEP_ENTRIES, side="right")) - 1
         stop = min(max(stop, start + 1), buckets)
+        for toucher in pages:  # (the pages this step fills, faulted in a step each before it)
+            yield from toucher.steps_until(int(directory[stop]))
         first, last = np.searchsorted(sorted_keys, [start, stop])
         low, old_rows = int(directory[start]), slice(old_directory[start], old_directory[stop])
         interleave(out.values(table), low, old.values(table)[old_rows], targets[first:last], new_values[first:last])
