@@ -127,3 +127,12 @@ def test_the_pages_a_merge_fills_are_touched_a_step_each() -> None:
     first_page = -values.ctypes.data % HUGE_PAGE  # where the first whole page starts
     assert steps == len(range(first_page, values.nbytes, HUGE_PAGE)) - (first_page == 0)
     assert sum(1 for _ in toucher.steps_until(len(values))) == 0  # (each page once)
+
+
+def test_a_column_extended_by_bytes_holds_the_values_through_its_moves() -> None:
+    column = GrowableArray(np.uint64, np.arange(3000))
+    for start in range(3000, 40_000, 4):  # (as a sketch store appends a row's words)
+        column.extend_bytes(np.arange(start, start + 4, dtype=np.uint64).tobytes())
+        if start == 20_000:
+            column.extend(np.arange(0))  # (the other ways of adding stay in step)
+    assert np.array_equal(column.values, np.arange(40_000))
