@@ -51,13 +51,15 @@ def test_wildcard_probes_of_a_large_index_match_brute_force(kernel: str, wildcar
     assert sum(map(len, found)) > 100  # the probes do find entries
 
 
-def test_the_c_probe_filters_long_buckets_as_its_twin(scan: ModuleType) -> None:
-    """Buckets of ~300 rows: the C filter's whole blocks of 64 rows and their tails, every
-    distance up to past its rounds of ``x &= x - 1`` (filter.h), with and without wildcard bits."""
+@pytest.mark.parametrize("prefix_bits", [6, 16])
+def test_the_c_probe_filters_long_buckets_as_its_twin(scan: ModuleType, prefix_bits: int) -> None:
+    """Buckets of ~300 rows (6-bit keys; 16-bit ones: few rows a bucket, and table 0's 2-byte
+    tails): the C filter's whole blocks of 64 rows and their ends, every distance up to past
+    its rounds of ``x &= x - 1`` (filter.h), with and without wildcard bits."""
     entries = entries_around(20_000, seed=5, bases=BASES[:500])  # ~40 rows a base: many matches
     fingerprints = np.array([f for f, _ in entries], dtype=np.uint64)
-    tables = _buckets.SortedBuckets.build(make_design(3, 4, 6), fingerprints)
-    assert int(tables.bucket_sizes().max()) > 128
+    tables = _buckets.SortedBuckets.build(make_design(3, 4, prefix_bits), fingerprints)
+    assert int(tables.bucket_sizes().max()) > 128 or tables.tails.dtype == np.uint16
     rng = np.random.default_rng(5)
     probes = [(f ^ (1 << int(rng.integers(64))), weakest_bits(rng.random(64), bits))
               for (f, _), bits in zip(entries_around(60, seed=7, bases=BASES[:500]), [0, 6, 14] * 20)]
@@ -97,8 +99,12 @@ def small_tables() -> _buckets.SortedBuckets:
 
 
 def probe(scan: ModuleType, tables: _buckets.SortedBuckets, *args: object) -> dict[int, int]:
-    return scan.sorted_matches(tables.layout.packed(), tables.directories, tables.fingerprints, tables.rows,
-                               tables.slices, *args)
+    return scan.sorted_matches(tables.layout.packed(), *arrays(tables), *args)
+
+
+def arrays(tables: _buckets.SortedBuckets) -> list[np.ndarray]:
+    """The arrays the C probe reads: directories, slices, tails, rows."""
+    return tables.arrays()
 
 
 def test_scan_finds_rows_within_the_distance(scan: ModuleType) -> None:
@@ -133,33 +139,35 @@ def test_the_write_buffer_walk_finds_rows_within_the_distance(scan: ModuleType) 
 
 def test_scan_refuses_what_would_read_out_of_bounds(scan: ModuleType) -> None:
     tables = small_tables()
-    narrow = tables.directories[:, :5].copy()
+    layout, (directories, slices, tails, rows) = tables.layout.packed(), arrays(tables)
     with pytest.raises(ValueError, match="out of the directory"):
-        scan.sorted_matches(tables.layout.packed(), narrow, tables.fingerprints, tables.rows, tables.slices, 2**64 - 1, 0, 3)
-    unsorted = tables.directories.copy()
+        scan.sorted_matches(layout, directories[:, :5].copy(), slices, tails, rows, 2**64 - 1, 0, 3)
+    unsorted = directories.copy()
     unsorted[:, 1] = 9
     with pytest.raises(ValueError, match="not sorted"):
-        scan.sorted_matches(tables.layout.packed(), unsorted, tables.fingerprints, tables.rows, tables.slices, 0, 0, 3)
-    with pytest.raises(ValueError, match="one row per table"):
-        scan.sorted_matches(tables.layout.packed(), tables.directories, tables.fingerprints, tables.rows[:2].copy(),
-                            tables.slices, 0, 0, 3)
+        scan.sorted_matches(layout, unsorted, slices, tails, rows, 0, 0, 3)
+    for wrong in ([directories, slices, tails, rows[:2].copy()], [directories, slices, tails[:2].copy(), rows],
+                  [directories, slices, tails.astype(np.uint16), rows], [directories[:, :10].copy(), slices, tails, rows]):
+        with pytest.raises(ValueError, match="must fit one another"):
+            scan.sorted_matches(layout, *wrong, 0, 0, 3)
 
 
 def test_scan_refuses_wrong_arguments(scan: ModuleType) -> None:
     tables = small_tables()
-    layout, directories = tables.layout.packed(), tables.directories
+    layout, (directories, slices, tails, rows) = tables.layout.packed(), arrays(tables)
     with pytest.raises(TypeError, match="4-byte ints"):
-        scan.sorted_matches(layout, directories.astype(np.uint64), tables.fingerprints, tables.rows, tables.slices, 0, 0, 3)
-    with pytest.raises(TypeError, match="8-byte ints"):  # the right size, not the right type
-        scan.sorted_matches(layout, directories, tables.fingerprints.astype(np.float64), tables.rows, tables.slices,
-                            0, 0, 3)
-    misaligned = np.zeros(33, np.uint8)[1:].view(np.uint64)
+        scan.sorted_matches(layout, directories.astype(np.uint64), slices, tails, rows, 0, 0, 3)
+    with pytest.raises(TypeError, match="4-byte ints"):  # the right size, not the right type
+        scan.sorted_matches(layout, directories, slices.astype(np.float32), tails, rows, 0, 0, 3)
+    with pytest.raises(TypeError, match="4-byte ints"):  # tails: unsigned, of 2 or 4 bytes
+        scan.sorted_matches(layout, directories, slices, tails.astype(np.uint64), rows, 0, 0, 3)
+    misaligned = np.zeros(4 * len(rows) + 1, np.uint8)[1:].view(np.uint32)
     with pytest.raises(TypeError, match="aligned"):
-        scan.sorted_matches(layout, directories, misaligned, tables.rows, tables.slices, 0, 0, 3)
+        scan.sorted_matches(layout, directories, slices, tails, misaligned, 0, 0, 3)
     with pytest.raises(ValueError, match="layout"):
-        scan.sorted_matches(layout[:, :2].copy(), directories, tables.fingerprints, tables.rows, tables.slices, 0, 0, 3)
+        scan.sorted_matches(layout[:, :2].copy(), directories, slices, tails, rows, 0, 0, 3)
     with pytest.raises(TypeError, match="8 arguments"):
-        scan.sorted_matches(layout, directories, tables.fingerprints)
+        scan.sorted_matches(layout, directories, slices)
     with pytest.raises(OverflowError):
         probe(scan, tables, -1, 0, 3)
     with pytest.raises(TypeError):

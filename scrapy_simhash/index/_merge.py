@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._buckets import SortedBuckets, check_rows, sort_dtype, table_values
+from ._buckets import SortedBuckets, check_rows, sort_dtype, table_columns
 from ._pages import PageToucher
 from ._write_buffer import WriteBuffer
 from ._tables import TableDesign
@@ -140,8 +140,7 @@ def _merge_table(
     order = np.argsort(keys, kind="stable")  # a radix sort for 16-bit keys: 1 ms, not 14, for 131k rows
     yield
     sorted_keys = keys[order].astype(np.int64)
-    new_values = table_values(old.design, fingerprints, order, table)
-    new_rows = (order + first_row).astype(np.uint32)
+    new_columns = table_columns(old.design, fingerprints, order, first_row, table)
     old_directory = old.directories[table].astype(np.int64)
     directory = old_directory.copy()
     directory[1:] += np.cumsum(np.bincount(keys, minlength=len(directory) - 1))
@@ -150,7 +149,7 @@ def _merge_table(
     targets = old_directory[sorted_keys + 1] + np.arange(len(order))
     buckets = len(directory) - 1
     start = 0
-    pages = [PageToucher(out.values(table))] + ([PageToucher(out.rows)] if table == 0 else [])
+    pages = [PageToucher(column) for column in out.columns(table)]
     yield
     while start < buckets:
         stop = int(np.searchsorted(directory, directory[start] + STEP_ENTRIES, side="right")) - 1
@@ -159,9 +158,8 @@ def _merge_table(
             yield from toucher.steps_until(int(directory[stop]))
         first, last = np.searchsorted(sorted_keys, [start, stop])
         low, old_rows = int(directory[start]), slice(old_directory[start], old_directory[stop])
-        interleave(out.values(table), low, old.values(table)[old_rows], targets[first:last], new_values[first:last])
-        if table == 0:
-            interleave(out.rows, low, old.rows[old_rows], targets[first:last], new_rows[first:last])
+        for column, old_column, new_column in zip(out.columns(table), old.columns(table), new_columns):
+            interleave(column, low, old_column[old_rows], targets[first:last], new_column[first:last])
         start = stop
         yield
 

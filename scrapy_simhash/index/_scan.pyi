@@ -5,9 +5,9 @@ import numpy.typing as npt
 def sorted_matches(
     layout: npt.NDArray[np.uint64],
     directories: npt.NDArray[np.uint32],
-    fingerprints: npt.NDArray[np.uint64],
-    rows: npt.NDArray[np.uint32],
     slices: npt.NDArray[np.uint32],
+    tails: npt.NDArray[np.uint16] | npt.NDArray[np.uint32],
+    rows: npt.NDArray[np.uint32],
     fingerprint: int,
     wildcard: int,
     max_distance: int,

@@ -29,6 +29,18 @@ scan_get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *
     return scan_get_array_flags(obj, view, itemsize, codes, name, 0);
 }
 
+/* An aligned, C-contiguous buffer of unsigned ints of 2 or 4 bytes. */
+int
+scan_get_uint_array(PyObject *obj, Py_buffer *view, const char *name)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        return -1;
+    }
+    int narrow = view->itemsize == 2;
+    PyBuffer_Release(view);
+    return scan_get_array(obj, view, narrow ? 2 : 4, narrow ? "H" : "I", name);
+}
+
 /* A Python int (or anything with __index__) as 64 unsigned bits; -1 with an exception. */
 int
 scan_as_uint64(PyObject *obj, uint64_t *value)

@@ -9,19 +9,19 @@
  * install); SIMHASH_C_PROBE=0 in the environment switches it off.
  *
  * Layout (_slices.py): for table t, bucket `key` is positions dir[t][key] ... dir[t][key+1]
- * of that table's arrays; table 0 holds the fingerprints and row ids, the others a 32-bit
- * slice of each fingerprint. A probe of a page with wildcard bits visits ~50 buckets and
- * reads each in order (a random read each cost ~12 ns at 10M rows, a row read in order ~1),
- * their first lines prefetched ahead of the scan (sorted.c).
- * A row of table t > 0 whose slice is within max_distance is looked up in its table-0
- * bucket. The write buffer's buckets are chains through int32 arrays (WriteBuffer), walked
+ * of that table's arrays; every table holds a 32-bit slice of each fingerprint, table 0
+ * also the bits below it (its tail) and the row ids. A probe of a page with wildcard bits
+ * visits ~50 buckets and reads each in order (a random read each cost ~12 ns at 10M rows,
+ * a row read in order ~1), their first lines prefetched ahead of the scan (sorted.c). A
+ * row of table 0 whose slice is within max_distance is checked whole; one of table t > 0
+ * is looked up in its table-0 bucket. The write buffer's buckets are chains through int32 arrays (WriteBuffer), walked
  * here too.
  */
 #include "scan.h"
 
 static PyMethodDef methods[] = {
     {"sorted_matches", (PyCFunction)(void (*)(void))scan_sorted_matches, METH_FASTCALL,
-     "sorted_matches($module, layout, directories, fingerprints, rows, slices, fingerprint, "
+     "sorted_matches($module, layout, directories, slices, tails, rows, fingerprint, "
      "wildcard, max_distance, /)\n--\n\n"
      "{row: fingerprint} of the sorted tables' rows within max_distance outside the wildcard bits."},
     {"buffer_matches", (PyCFunction)(void (*)(void))scan_buffer_matches, METH_FASTCALL,

@@ -2,14 +2,27 @@
  * batch at a time, their directory entries prefetched before any is read. */
 #include "plan.h"
 
-/* The probe's five arrays (layout, directories, fingerprints, rows, slices) into `p`. */
+/* The bits of the bucket keys of directories `width` entries wide (2**bits + 1), or -1. */
+static int
+prefix_bits_of(Py_ssize_t width)
+{
+    for (int bits = 1; bits <= 32; bits++) {
+        if (width == ((Py_ssize_t)1 << bits) + 1) {
+            return bits;
+        }
+    }
+    return -1;
+}
+
+/* The probe's five arrays (layout, directories, slices, tails, rows) into `p`. */
 int
 probe_views(Probe *p, PyObject *const *args, Py_buffer views[5])
 {
-    const char *names[5] = {"layout", "directories", "fingerprints", "rows", "slices"};
-    const Py_ssize_t sizes[5] = {8, 4, 8, 4, 4};
+    const char *names[5] = {"layout", "directories", "slices", "tails", "rows"};
+    const Py_ssize_t sizes[5] = {8, 4, 4, 0, 4}; /* (0: 2 or 4) */
     for (int i = 0; i < 5; i++) {
-        if (scan_get_array(args[i], &views[i], sizes[i], "ILQ", names[i]) < 0) {
+        if ((sizes[i] ? scan_get_array(args[i], &views[i], sizes[i], "ILQ", names[i])
+                      : scan_get_uint_array(args[i], &views[i], names[i])) < 0) {
             return -1;
         }
     }
@@ -17,17 +30,21 @@ probe_views(Probe *p, PyObject *const *args, Py_buffer views[5])
         return -1;
     }
     p->width = views[1].len / 4 / p->tables;
-    p->n = views[2].len / 8;
-    if (p->width < 2 || p->width * p->tables * 4 != views[1].len || views[3].len != p->n * 4
-        || views[4].len != (p->tables - 1) * p->n * 4) {
-        PyErr_SetString(PyExc_ValueError, "directories, rows and slices must have one row per table");
+    p->n = views[4].len / 4;
+    p->prefix_bits = prefix_bits_of(p->width);
+    p->tail_size = (int)views[3].itemsize;
+    if (p->prefix_bits < 0 || p->width * p->tables * 4 != views[1].len || views[2].len != p->tables * p->n * 4
+        || views[3].len != p->n * p->tail_size || p->tail_size != (32 - p->prefix_bits <= 16 ? 2 : 4)) {
+        PyErr_SetString(PyExc_ValueError, "directories (2**bits + 1 a table), slices, tails and rows must fit one another");
         return -1;
     }
     p->layout = views[0].buf;
     p->directories = views[1].buf;
-    p->fingerprints = views[2].buf;
-    p->rows = views[3].buf;
-    p->slices = views[4].buf;
+    p->slices = views[2].buf;
+    p->tails = views[3].buf;
+    p->rows = views[4].buf;
+    p->slice_query0 = (uint32_t)gather(terms_of(p, 0, SLICE_TERMS), p->query);
+    p->slice_counted0 = (uint32_t)gather(terms_of(p, 0, SLICE_TERMS), p->counted);
     return 0;
 }
 
@@ -116,10 +133,9 @@ plan_visits(const Probe *p, Planner *planner, Visit visits[VISITS])
         if (check_bucket(p, visit->start, visit->stop) < 0) {
             return -1;
         }
-        const char *values = visit->table == 0 ? (const char *)(p->fingerprints + visit->start)
-                                               : (const char *)(p->slices + (visit->table - 1) * p->n + visit->start);
-        visit->begin = values;
-        visit->end = values + (size_t)(visit->stop - visit->start) * (visit->table == 0 ? 8 : 4);
+        const uint32_t *slices = p->slices + visit->table * p->n;
+        visit->begin = (const char *)(slices + visit->start);
+        visit->end = (const char *)(slices + visit->stop);
     }
     return count;
 }

@@ -15,12 +15,14 @@
 
 typedef struct {
     Py_ssize_t tables, width, n; /* width: buckets + 1 a table; n: rows a table */
+    int prefix_bits, tail_size;  /* the bucket keys' bits; the bytes of a tail (2 or 4) */
     const uint64_t *layout;      /* (tables, 3, MAX_TERMS, 3) */
     const uint32_t *directories; /* (tables, width) */
-    const uint64_t *fingerprints; /* table 0 */
-    const uint32_t *rows;         /* table 0 */
-    const uint32_t *slices;       /* (tables - 1, n) */
+    const uint32_t *slices;      /* (tables, n) */
+    const void *tails;           /* table 0's (n): the fingerprint bits below its slices */
+    const uint32_t *rows;        /* table 0's (n) */
     uint64_t query, counted;
+    uint32_t slice_query0, slice_counted0; /* the query's table-0 slice and its counted bits */
     int max_distance;
     PyObject *found;
 } Probe;

@@ -50,6 +50,7 @@ gather(const uint64_t *terms, uint64_t value)
 int scan_get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *codes, const char *name);
 int scan_get_array_flags(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *codes, const char *name,
                          int flags);
+int scan_get_uint_array(PyObject *obj, Py_buffer *view, const char *name);
 int scan_as_uint64(PyObject *obj, uint64_t *value);
 int scan_set_found(PyObject *found, Py_ssize_t row, uint64_t fingerprint);
 int scan_query_args(PyObject *const *args, uint64_t *query, uint64_t *counted, int *max_distance);

@@ -10,20 +10,30 @@
 #include "plan.h"
 #include "filter.h"
 
-/* The rows of table 0's positions start ... stop within max_distance outside the wildcard bits. */
-ALWAYS_INLINE int
-scan_fingerprints(const Probe *p, uint32_t start, uint32_t stop, Ahead *ahead)
+/* The fingerprint of table 0's row at position `at`, in bucket `key`: key, slice and tail. */
+ALWAYS_INLINE uint64_t
+table0_fingerprint(const Probe *p, uint64_t key, uint32_t at)
 {
-    const uint64_t *values = p->fingerprints;
+    uint64_t tail = p->tail_size == 2 ? ((const uint16_t *)p->tails)[at] : ((const uint32_t *)p->tails)[at];
+    return (key << (64 - p->prefix_bits)) | ((uint64_t)p->slices[at] << (32 - p->prefix_bits)) | tail;
+}
+
+/* The rows of table 0's bucket `key` (positions start ... stop) within max_distance
+ * outside the wildcard bits: those whose slice is, checked whole. */
+ALWAYS_INLINE int
+scan_table0(const Probe *p, uint64_t key, uint32_t start, uint32_t stop, Ahead *ahead)
+{
     for (uint32_t i = start; i < stop; i += FILTER_BLOCK) {
         uint32_t count = stop - i < FILTER_BLOCK ? stop - i : FILTER_BLOCK;
         if (ahead != NULL) {
-            ahead_run(ahead, count * 8);
+            ahead_run(ahead, count * 4);
         }
-        uint64_t close = close64(values + i, count, p->query, p->counted, p->max_distance);
-        for (; close != 0; close &= close - 1) { /* (rare: the rows within k) */
+        uint64_t close = close32(p->slices + i, count, p->slice_query0, p->slice_counted0, p->max_distance);
+        for (; close != 0; close &= close - 1) { /* (rare: the rows within k, and ~1 in 10^4 others) */
             uint32_t at = i + (uint32_t)__builtin_ctzll(close);
-            if (scan_set_found(p->found, p->rows[at], values[at]) < 0) {
+            uint64_t fingerprint = table0_fingerprint(p, key, at);
+            if (popcount64((fingerprint ^ p->query) & p->counted) <= p->max_distance
+                && scan_set_found(p->found, p->rows[at], fingerprint) < 0) {
                 return -1;
             }
         }
@@ -36,17 +46,16 @@ scan_fingerprints(const Probe *p, uint32_t start, uint32_t stop, Ahead *ahead)
 ALWAYS_INLINE int
 scan_slices(const Probe *p, const Visit *visit, Ahead *ahead)
 {
-    const uint32_t *slices = p->slices + (visit->table - 1) * p->n;
+    const uint32_t *slices = p->slices + visit->table * p->n;
     const uint64_t *table0_terms = terms_of(p, visit->table, TABLE0_TERMS);
     for (uint32_t i = visit->start; i < visit->stop; i += FILTER_BLOCK) {
         uint32_t count = visit->stop - i < FILTER_BLOCK ? visit->stop - i : FILTER_BLOCK;
         ahead_run(ahead, count * 4);
         uint64_t close = close32(slices + i, count, visit->slice_query, visit->slice_counted, p->max_distance);
-        for (; close != 0; close &= close - 1) { /* (rare: the rows within k, and ~1 in 10^4 others) */
-            uint64_t combined = (visit->key << 32) | slices[i + (uint32_t)__builtin_ctzll(close)];
+        for (; close != 0; close &= close - 1) { /* (rare, as in table 0) */
+            uint64_t key = gather(table0_terms, (visit->key << 32) | slices[i + (uint32_t)__builtin_ctzll(close)]);
             uint32_t start, stop;
-            if (scan_bucket(p, 0, gather(table0_terms, combined), &start, &stop) < 0
-                || scan_fingerprints(p, start, stop, NULL) < 0) {
+            if (scan_bucket(p, 0, key, &start, &stop) < 0 || scan_table0(p, key, start, stop, NULL) < 0) {
                 return -1;
             }
         }
@@ -61,7 +70,7 @@ scan_visits(const Probe *p, const Visit *visits, int count)
     Ahead ahead = ahead_start(visits, count);
     for (int v = 0; v < count; v++) {
         const Visit *visit = &visits[v];
-        if ((visit->table == 0 ? scan_fingerprints(p, visit->start, visit->stop, &ahead)
+        if ((visit->table == 0 ? scan_table0(p, visit->key, visit->start, visit->stop, &ahead)
                                : scan_slices(p, visit, &ahead)) < 0) {
             return -1;
         }
