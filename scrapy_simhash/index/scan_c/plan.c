@@ -104,6 +104,26 @@ planner_start(const Probe *p)
     return planner;
 }
 
+/* Where the `count` visits' buckets are (positions and bytes), from their directory
+ * entries (all requested before): `count`, or -1 with an exception. */
+static int
+locate_visits(const Probe *p, Visit *visits, int count)
+{
+    for (int v = 0; v < count; v++) {
+        Visit *visit = &visits[v];
+        const uint32_t *entry = p->directories + visit->table * p->width + visit->key;
+        visit->start = entry[0];
+        visit->stop = entry[1];
+        if (check_bucket(p, visit->start, visit->stop) < 0) {
+            return -1;
+        }
+        const uint32_t *slices = p->slices + visit->table * p->n;
+        visit->begin = (const char *)(slices + visit->start);
+        visit->end = (const char *)(slices + visit->stop);
+    }
+    return count;
+}
+
 /* The next (up to VISITS) buckets, in table order and each table's subsets in counting
  * order: how many (0 when none is left), or -1 with an exception. */
 int
@@ -125,17 +145,20 @@ plan_visits(const Probe *p, Planner *planner, Visit visits[VISITS])
             planner_at(p, planner, planner->table + 1);
         }
     }
-    for (int v = 0; v < count; v++) { /* (the directory lines all requested above) */
-        Visit *visit = &visits[v];
-        const uint32_t *entry = p->directories + visit->table * p->width + visit->key;
-        visit->start = entry[0];
-        visit->stop = entry[1];
-        if (check_bucket(p, visit->start, visit->stop) < 0) {
+    return locate_visits(p, visits, count);
+}
+
+/* Visits to table 0's buckets `keys` (`count` <= VISITS), their directory entries prefetched. */
+int
+plan_table0(const Probe *p, const uint64_t *keys, int count, Visit visits[VISITS])
+{
+    for (int v = 0; v < count; v++) {
+        Visit visit = {.table = 0, .key = keys[v], .slice_query = p->slice_query0, .slice_counted = p->slice_counted0};
+        if (check_key(p, keys[v]) < 0) {
             return -1;
         }
-        const uint32_t *slices = p->slices + visit->table * p->n;
-        visit->begin = (const char *)(slices + visit->start);
-        visit->end = (const char *)(slices + visit->stop);
+        __builtin_prefetch(p->directories + keys[v]);
+        visits[v] = visit;
     }
-    return count;
+    return locate_visits(p, visits, count);
 }

@@ -87,5 +87,6 @@ int probe_views(Probe *p, PyObject *const *args, Py_buffer views[5]);
 int scan_bucket(const Probe *p, Py_ssize_t table, uint64_t key, uint32_t *start, uint32_t *stop);
 Planner planner_start(const Probe *p);
 int plan_visits(const Probe *p, Planner *planner, Visit visits[VISITS]);
+int plan_table0(const Probe *p, const uint64_t *keys, int count, Visit visits[VISITS]);
 
 #endif
