@@ -55,8 +55,10 @@ class BufferedTables:
     def matches(self, fingerprint: int, max_distance: int, wildcard: int = 0) -> dict[int, int]:
         """``{row: fingerprint}`` of every row within *max_distance* off *wildcard*."""
         found = self.sorted.matches(fingerprint, max_distance, wildcard)
-        for buffer in self.buffers():
-            found.update(buffer.matches(fingerprint, max_distance, wildcard))
+        if self.frozen is not None:  # (no list of the buffers: a check calls this)
+            found.update(self.frozen.matches(fingerprint, max_distance, wildcard))
+        if len(self.buffer):
+            found.update(self.buffer.matches(fingerprint, max_distance, wildcard))
         return found
 
     def fingerprint_of(self, row: int, hint: int) -> int:

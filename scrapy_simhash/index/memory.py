@@ -269,7 +269,8 @@ class MemoryIndex(SimhashIndex):
 
     def _probe(self, fingerprint: int, wildcard: int = 0) -> dict[int, int]:
         """``{row: fingerprint}`` of every live row within ``max_distance`` off *wildcard*."""
-        return self._live(self._tables.matches(fingerprint, self.max_distance, wildcard))
+        found = self._tables.matches(fingerprint, self.max_distance, wildcard)
+        return self._live(found) if self._removed else found
 
     def _live(self, found: dict[int, int]) -> dict[int, int]:
         """*found* without the removed rows (tombstones)."""
