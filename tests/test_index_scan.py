@@ -147,7 +147,8 @@ def test_scan_refuses_what_would_read_out_of_bounds(scan: ModuleType) -> None:
     with pytest.raises(ValueError, match="not sorted"):
         scan.sorted_matches(layout, unsorted, slices, tails, rows, 0, 0, 3)
     for wrong in ([directories, slices, tails, rows[:2].copy()], [directories, slices, tails[:2].copy(), rows],
-                  [directories, slices, tails.astype(np.uint16), rows], [directories[:, :10].copy(), slices, tails, rows]):
+                  [directories, slices, tails.astype(np.uint16), rows],
+                  [directories[:, :10].copy(), slices, tails, rows]):
         with pytest.raises(ValueError, match="must fit one another"):
             scan.sorted_matches(layout, *wrong, 0, 0, 3)
 

@@ -166,7 +166,8 @@ def test_a_snapshot_of_the_previous_format_is_ignored_then_written_again(tmp_pat
     snapshot = tmp_path / "tables-0.snapshot"
     data = bytearray(snapshot.read_bytes())
     data[8:12] = (2).to_bytes(4, "little")  # the version, and the header's CRC after it
-    data[_snapshot._HEADER.size : _snapshot._HEADER.size + 4] = zlib.crc32(data[: _snapshot._HEADER.size]).to_bytes(4, "little")
+    header = _snapshot._HEADER.size
+    data[header : header + 4] = zlib.crc32(data[:header]).to_bytes(4, "little")
     snapshot.write_bytes(bytes(data))
     assert "not a snapshot of this version" in reopened(tmp_path, stored, caplog)
     caplog.clear()

@@ -162,7 +162,8 @@ class SortedBuckets:
             raise KeyError(row)
         at = int(low + found[0])
         key = np.searchsorted(self.directories[0], at, side="right") - 1  # (its bucket)
-        return int(table0_fingerprints(self.design, np.array([key]), self.slices[0, at : at + 1], self.tails[at : at + 1])[0])
+        found_at = slice(at, at + 1)
+        return int(table0_fingerprints(self.design, np.array([key]), self.slices[0, found_at], self.tails[found_at])[0])
 
     def same_as(self, other: SortedBuckets) -> bool:
         """The same design and the same arrays (tests: a merge gives what a fresh build gives)."""

@@ -97,7 +97,8 @@ def table0_fingerprints(
 ) -> npt.NDArray[np.uint64]:
     """The fingerprints of rows of table 0 from their bucket keys, slices and tails."""
     top, middle = np.uint64(FINGERPRINT_BITS - design.prefix_bits), np.uint64(tail_bits(design))
-    return (keys.astype(np.uint64) << top) | (slices.astype(np.uint64) << middle) | tails.astype(np.uint64)
+    high = np.left_shift(keys.astype(np.uint64), top) | np.left_shift(slices.astype(np.uint64), middle)
+    return np.bitwise_or(high, tails.astype(np.uint64))
 
 
 def extract(value: int, terms: tuple[_Term, ...]) -> int:

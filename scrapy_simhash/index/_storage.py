@@ -77,7 +77,7 @@ class GrowableArray:
         if end > len(self._data):
             self._reserve(end)
         if self._view is None:
-            self._view = memoryview(self._data).cast("B")
+            self._view = self._data.data.cast("B")
         self._view[self._size * itemsize : end * itemsize] = data
         appended, self._size = end - self._size, end
         self._move(appended)

@@ -31,7 +31,8 @@ buffer_views(Buffer *b, PyObject *const *args, Py_buffer views[4], int writable)
     b->capacity = views[3].len / 8;
     if (b->slots < 1 || (b->slots & (b->slots - 1)) != 0 || b->slots * b->tables * 4 != views[1].len
         || views[2].len != b->tables * b->capacity * 4 || b->count < 0 || b->count > b->capacity) {
-        PyErr_SetString(PyExc_ValueError, "newest must have 2**bits slots a table, older one row a table per fingerprint");
+        PyErr_SetString(PyExc_ValueError,
+                        "newest must have 2**bits slots a table, older one row a table per fingerprint");
         return -1;
     }
     b->layout = views[0].buf;

@@ -35,7 +35,8 @@ probe_views(Probe *p, PyObject *const *args, Py_buffer views[5])
     p->tail_size = (int)views[3].itemsize;
     if (p->prefix_bits < 0 || p->width * p->tables * 4 != views[1].len || views[2].len != p->tables * p->n * 4
         || views[3].len != p->n * p->tail_size || p->tail_size != (32 - p->prefix_bits <= 16 ? 2 : 4)) {
-        PyErr_SetString(PyExc_ValueError, "directories (2**bits + 1 a table), slices, tails and rows must fit one another");
+        PyErr_SetString(PyExc_ValueError,
+                        "directories (2**bits + 1 a table), slices, tails and rows must fit one another");
         return -1;
     }
     p->layout = views[0].buf;
