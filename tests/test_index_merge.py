@@ -136,3 +136,19 @@ def test_a_column_extended_by_bytes_holds_the_values_through_its_moves() -> None
         if start == 20_000:
             column.extend(np.arange(0))  # (the other ways of adding stay in step)
     assert np.array_equal(column.values, np.arange(40_000))
+
+
+def test_a_growing_column_faults_in_each_page_of_its_copy_in_an_append_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    touched: list[bool] = []
+    touch_next = PageToucher.touch_next
+
+    def spy(toucher: PageToucher, stop: int) -> bool:
+        touched.append(touch_next(toucher, stop))
+        return touched[-1]
+
+    monkeypatch.setattr(PageToucher, "touch_next", spy)
+    column = GrowableArray(np.uint64, np.arange(600_000))  # (4.8 MB: its copy spans 2 MB pages)
+    for value in range(600_000, 640_000):
+        column.append(value)
+    assert np.array_equal(column.values, np.arange(640_000))
+    assert sum(touched) >= 3 and not column._next_pages  # (the copy done: 5.4 MB, a page an append)

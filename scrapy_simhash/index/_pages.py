@@ -34,8 +34,14 @@ class PageToucher:
 
     def steps_until(self, stop: int) -> Iterator[None]:
         """Touch every page before value *stop* (an index of the array), a step each."""
-        stop_byte = min(stop * self._itemsize, len(self._bytes))
-        while self._next < stop_byte:
-            self._bytes[self._next] = 0  # (a value the step that fills it overwrites)
-            self._next = self._first_page if self._next < self._first_page else self._next + HUGE_PAGE
+        while self.touch_next(stop):
             yield
+
+    def touch_next(self, stop: int) -> bool:
+        """Touch the first page not touched yet if it begins before value *stop*: whether
+        there was one."""
+        if self._next >= min(stop * self._itemsize, len(self._bytes)):
+            return False
+        self._bytes[self._next] = 0  # (a value the step that fills it overwrites)
+        self._next = self._first_page if self._next < self._first_page else self._next + HUGE_PAGE
+        return True
