@@ -29,6 +29,7 @@ from ._pages import PageToucher
 _GROWTH = 1.125
 _MIN_CAPACITY = 1024
 _COPY_PER_VALUE = 64  # values copied per value appended while moving: 512 bytes of uint64
+_ROW_VALUES = 4  # values a row appends at most (a sketch's words)
 
 
 class GrowableArray:
@@ -94,8 +95,8 @@ class GrowableArray:
             self._next = np.empty(int(len(self._data) * _GROWTH) + 1, dtype=self._data.dtype)
             self._next_pages, self._copied = PageToucher(self._next), 0
         stop = min(self._copied + appended * _COPY_PER_VALUE, self._size)
-        if self._next_pages is not None and self._next_pages.touch_next(stop):
-            return  # (a fresh page of the copy: faulted in by an append alone)
+        if appended <= _ROW_VALUES and self._next_pages is not None and self._next_pages.touch_next(stop):
+            return  # (a fresh page of the copy: faulted in by a row's append alone; a bulk one copies)
         self._next[self._copied : stop] = self._data[self._copied : stop]
         self._copied = stop
         if stop == self._size:
