@@ -27,39 +27,46 @@ def numpy_matches(tables: SortedBuckets, fingerprint: int, max_distance: int, wi
     """``{row: fingerprint}`` of the rows in the buckets a probe visits, within
     *max_distance* of *fingerprint* outside the *wildcard* bits."""
     counted = ~wildcard & (2**64 - 1)
+    close = _SliceFilter(tables, fingerprint, counted, max_distance)
     key_sets = tables.design.probe_keys(fingerprint, wildcard)
     table_of = np.fromiter((t for t, keys in enumerate(key_sets) for _ in keys), dtype=np.int64)
     keys = np.fromiter((key for keys in key_sets for key in keys), dtype=np.int64)
-    table_of, keys, positions = _close(tables, fingerprint, counted, max_distance, _positions(tables, table_of, keys))
+    table_of, keys, positions = close(_positions(tables, table_of, keys))
     direct = table_of == 0
-    looked_up = _looked_up(tables, fingerprint, counted, max_distance,
-                           (table_of[~direct], keys[~direct], positions[~direct]))
-    keys = np.concatenate((keys[direct], looked_up[1]))
-    positions = np.concatenate((positions[direct], looked_up[2]))
+    if not direct.all():  # (rare: the rows within k, and ~1 in 10^4 others)
+        _, found_keys, found_positions = close(_looked_up(tables, (table_of[~direct], keys[~direct], positions[~direct])))
+        keys = np.concatenate((keys[direct], found_keys))
+        positions = np.concatenate((positions[direct], found_positions))
     fingerprints = table0_fingerprints(tables.design, keys, tables.slices[0, positions], tables.tails[positions])
-    close = np.bitwise_count((fingerprints ^ np.uint64(fingerprint)) & np.uint64(counted)) <= max_distance
-    return dict(zip(tables.rows[positions[close]].tolist(), fingerprints[close].tolist()))
+    within = np.bitwise_count((fingerprints ^ np.uint64(fingerprint)) & np.uint64(counted)) <= max_distance
+    return dict(zip(tables.rows[positions[within]].tolist(), fingerprints[within].tolist()))
 
 
-def _looked_up(tables: SortedBuckets, fingerprint: int, counted: int, max_distance: int, found: Positions) -> Positions:
-    """The rows of table 0's buckets that rows of the other tables (*found*) name, whose slice
-    is within the distance (rare: the rows within k, and ~1 in 10^4 others)."""
+def _looked_up(tables: SortedBuckets, found: Positions) -> Positions:
+    """Every row of the table-0 buckets that rows of the other tables (*found*) name."""
     table_of, keys, positions = found
     values = tables.slices[table_of, positions].tolist()
     table0_keys = {tables.layout.table0_key(t, k, v) for t, k, v in zip(table_of.tolist(), keys.tolist(), values)}
     buckets = np.array(sorted(table0_keys), dtype=np.int64)
-    return _close(tables, fingerprint, counted, max_distance, _positions(tables, np.zeros_like(buckets), buckets))
+    return _positions(tables, np.zeros_like(buckets), buckets)
 
 
-def _close(tables: SortedBuckets, fingerprint: int, counted: int, max_distance: int, found: Positions) -> Positions:
-    """The rows of *found* whose slice is within *max_distance* of the query's."""
-    table_of, keys, positions = found
-    count = len(tables.design.tables)
-    queries = np.array([tables.layout.slice_of(fingerprint, t) for t in range(count)], np.uint32)
-    masks = np.array([tables.layout.slice_of(counted, t) for t in range(count)], np.uint32)
-    values = tables.slices[table_of, positions]
-    close = np.bitwise_count((values ^ queries[table_of]) & masks[table_of]) <= max_distance
-    return table_of[close], keys[close], positions[close]
+class _SliceFilter:
+    """Keeps the rows whose slice is within *max_distance* of the query's (its slice and
+    counted bits in each table computed once)."""
+
+    def __init__(self, tables: SortedBuckets, fingerprint: int, counted: int, max_distance: int) -> None:
+        count = len(tables.design.tables)
+        self._slices = tables.slices
+        self._queries = np.array([tables.layout.slice_of(fingerprint, t) for t in range(count)], np.uint32)
+        self._masks = np.array([tables.layout.slice_of(counted, t) for t in range(count)], np.uint32)
+        self._max_distance = max_distance
+
+    def __call__(self, found: Positions) -> Positions:
+        table_of, keys, positions = found
+        differing = (self._slices[table_of, positions] ^ self._queries[table_of]) & self._masks[table_of]
+        close = np.bitwise_count(differing) <= self._max_distance
+        return table_of[close], keys[close], positions[close]
 
 
 def _positions(tables: SortedBuckets, table_of: npt.NDArray[np.int64], keys: npt.NDArray[np.int64]) -> Positions:

@@ -102,8 +102,8 @@ class WriteBuffer:
         found: dict[int, int] = {}
         counted = ~wildcard
         for newest, older, keys in zip(self._newest, self._older, self._design.probe_keys(fingerprint, wildcard)):
-            for key in keys:
-                at = int(newest[key & self._slot_mask])
+            heads = newest[np.array(keys, dtype=np.int64) & self._slot_mask]  # (one NumPy call a table)
+            for at in heads[heads >= 0].tolist():
                 while at >= 0:
                     stored = int(self._fingerprints[at])
                     if ((fingerprint ^ stored) & counted).bit_count() <= max_distance:
