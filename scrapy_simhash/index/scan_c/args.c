@@ -41,6 +41,21 @@ scan_get_uint_array(PyObject *obj, Py_buffer *view, const char *name)
     return scan_get_array(obj, view, narrow ? 2 : 4, narrow ? "H" : "I", name);
 }
 
+/* args[0 ... count - 1] as the arrays `specs` name, the first the layout: its tables into `tables`. */
+int
+scan_get_arrays(PyObject *const *args, Py_buffer *views, int count, const ArraySpec *specs, Py_ssize_t *tables)
+{
+    for (int i = 0; i < count; i++) {
+        const ArraySpec *spec = &specs[i];
+        if ((spec->itemsize
+                 ? scan_get_array_flags(args[i], &views[i], spec->itemsize, spec->codes, spec->name, spec->flags)
+                 : scan_get_uint_array(args[i], &views[i], spec->name)) < 0) {
+            return -1;
+        }
+    }
+    return scan_layout_tables(&views[0], tables);
+}
+
 /* A Python int (or anything with __index__) as 64 unsigned bits; -1 with an exception. */
 int
 scan_as_uint64(PyObject *obj, uint64_t *value)

@@ -15,31 +15,24 @@ typedef struct {
 static int
 buffer_views(Buffer *b, PyObject *const *args, Py_buffer views[4], int writable)
 {
-    const char *names[4] = {"layout", "newest", "older", "fingerprints"};
-    const Py_ssize_t sizes[4] = {8, 4, 4, 8};
-    for (int i = 0; i < 4; i++) {
-        if (scan_get_array_flags(args[i], &views[i], sizes[i], sizes[i] == 4 ? "i" : "LQ", names[i],
-                                 writable && i > 0 ? PyBUF_WRITABLE : 0) < 0) {
-            return -1;
-        }
-    }
-    b->count = PyNumber_AsSsize_t(args[4], PyExc_OverflowError);
-    if ((b->count == -1 && PyErr_Occurred()) || scan_layout_tables(&views[0], &b->tables) < 0) {
+    int flags = writable ? PyBUF_WRITABLE : 0;
+    const ArraySpec specs[4] = {
+        {"layout", 8, "LQ", 0}, {"newest", 4, "i", flags}, {"older", 4, "i", flags}, {"fingerprints", 8, "LQ", flags},
+    };
+    Py_ssize_t tables, count;
+    if (scan_get_arrays(args, views, 4, specs, &tables) < 0
+        || ((count = PyNumber_AsSsize_t(args[4], PyExc_OverflowError)) == -1 && PyErr_Occurred())) {
         return -1;
     }
-    b->slots = views[1].len / 4 / b->tables;
-    b->capacity = views[3].len / 8;
-    if (b->slots < 1 || (b->slots & (b->slots - 1)) != 0 || b->slots * b->tables * 4 != views[1].len
-        || views[2].len != b->tables * b->capacity * 4 || b->count < 0 || b->count > b->capacity) {
+    *b = (Buffer){tables, views[1].len / 4 / tables, views[3].len / 8, count,
+                  views[0].buf, views[1].buf, views[2].buf, views[3].buf};
+    int fit = b->slots >= 1 && (b->slots & (b->slots - 1)) == 0 && b->slots * tables * 4 == views[1].len
+              && views[2].len == tables * b->capacity * 4 && count >= 0 && count <= b->capacity;
+    if (!fit) {
         PyErr_SetString(PyExc_ValueError,
                         "newest must have 2**bits slots a table, older one row a table per fingerprint");
-        return -1;
     }
-    b->layout = views[0].buf;
-    b->newest = views[1].buf;
-    b->older = views[2].buf;
-    b->fingerprints = views[3].buf;
-    return 0;
+    return fit ? 0 : -1;
 }
 
 /* The rows of the chain from `at` on within max_distance, into found (first_row + at: fingerprint). */

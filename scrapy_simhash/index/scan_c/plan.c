@@ -18,15 +18,11 @@ prefix_bits_of(Py_ssize_t width)
 int
 probe_views(Probe *p, PyObject *const *args, Py_buffer views[5])
 {
-    const char *names[5] = {"layout", "directories", "slices", "tails", "rows"};
-    const Py_ssize_t sizes[5] = {8, 4, 4, 0, 4}; /* (0: 2 or 4) */
-    for (int i = 0; i < 5; i++) {
-        if ((sizes[i] ? scan_get_array(args[i], &views[i], sizes[i], "ILQ", names[i])
-                      : scan_get_uint_array(args[i], &views[i], names[i])) < 0) {
-            return -1;
-        }
-    }
-    if (scan_layout_tables(&views[0], &p->tables) < 0) {
+    static const ArraySpec specs[5] = {
+        {"layout", 8, "LQ", 0}, {"directories", 4, "I", 0}, {"slices", 4, "I", 0}, {"tails", 0, NULL, 0},
+        {"rows", 4, "I", 0},
+    };
+    if (scan_get_arrays(args, views, 5, specs, &p->tables) < 0) {
         return -1;
     }
     p->width = views[1].len / 4 / p->tables;

@@ -46,11 +46,21 @@ gather(const uint64_t *terms, uint64_t value)
     return out;
 }
 
+/* An array argument: its name, item size (0: unsigned ints of 2 or 4 bytes), type codes
+ * and buffer flags (PyBUF_WRITABLE for one written to, or 0). */
+typedef struct {
+    const char *name;
+    Py_ssize_t itemsize;
+    const char *codes;
+    int flags;
+} ArraySpec;
+
 /* args.c: arguments and results */
 int scan_get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *codes, const char *name);
 int scan_get_array_flags(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *codes, const char *name,
                          int flags);
 int scan_get_uint_array(PyObject *obj, Py_buffer *view, const char *name);
+int scan_get_arrays(PyObject *const *args, Py_buffer *views, int count, const ArraySpec *specs, Py_ssize_t *tables);
 int scan_as_uint64(PyObject *obj, uint64_t *value);
 int scan_set_found(PyObject *found, Py_ssize_t row, uint64_t fingerprint);
 int scan_query_args(PyObject *const *args, uint64_t *query, uint64_t *counted, int *max_distance);
