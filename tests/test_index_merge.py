@@ -152,3 +152,18 @@ def test_a_growing_column_faults_in_each_page_of_its_copy_in_an_append_alone(mon
         column.append(value)
     assert np.array_equal(column.values, np.arange(640_000))
     assert sum(touched) >= 3 and not column._next_pages  # (the copy done: 5.4 MB, a page an append)
+
+
+@pytest.mark.parametrize(("size", "new", "step"), [(5000, 700, 64), (3000, 0, 1000), (20_000, 300, 4096)])
+def test_a_widening_in_steps_gives_a_fresh_build(
+    monkeypatch: pytest.MonkeyPatch, size: int, new: int, step: int
+) -> None:
+    """Buckets a bit wider: every row sorted in again, a slice of rows a step (index/_widen.py)."""
+    monkeypatch.setattr(_merge, "STEP_ENTRIES", step)
+    fingerprints = np.random.default_rng(size).integers(0, 2**64 - 1, size + new, dtype=np.uint64)
+    old = SortedBuckets.build(make_design(3, 4, 11), fingerprints[:size])
+    steps = _merge.merge_steps(old, fingerprints[size:], size, make_design(3, 4, 12))
+    taken = sum(1 for _ in steps)
+    widened = _merge.merged(old, fingerprints[size:], size, make_design(3, 4, 12))
+    assert widened.same_as(SortedBuckets.build(make_design(3, 4, 12), fingerprints))
+    assert taken >= 2 * len(widened.design.tables) * (size + new) // step

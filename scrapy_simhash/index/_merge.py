@@ -24,6 +24,7 @@ from ._buckets import SortedBuckets, check_rows, sort_dtype, table_columns
 from ._pages import PageToucher
 from ._write_buffer import WriteBuffer
 from ._tables import TableDesign
+from ._widen import widen_steps
 
 #: Entries of one table moved per step: ~0.1 ms of NumPy copying (2**18 took ~0.5 ms, and
 #: wrote 1-3 MB of fresh pages a step: see :mod:`._pages`).
@@ -112,18 +113,13 @@ def merge_steps(
     """Steps that build *old* plus rows ``first_row ...`` (their *fingerprints*) in the
     buckets of *design*, without touching *old*.
 
-    *design* is *old*'s, or the same tables with wider buckets (the index grew): then each
-    table is sorted again whole, in three steps a table.
+    *design* is *old*'s, or the same tables with wider buckets (the index grew): then every
+    row is sorted into every table again, a slice a step (:mod:`._widen`).
     """
     check_rows(first_row + len(fingerprints))
     tables = len(design.tables)
     if design.prefix_bits != old.design.prefix_bits:
-        every = np.concatenate((old.row_fingerprints(), fingerprints))
-        widened = SortedBuckets.empty(design, len(every))
-        for table in range(tables):
-            yield
-            yield from widened.fill_steps(every, table)
-        return widened
+        return (yield from widen_steps(old, fingerprints, first_row, design, STEP_ENTRIES))
     merged_part = SortedBuckets.empty(design, first_row + len(fingerprints))
     for table in range(tables):
         yield from _merge_table(old, merged_part, table, fingerprints, first_row)
