@@ -360,8 +360,8 @@ def main() -> None:
             rows.append(bench_simhash_package(args, fps, rng))
         print_table(size, rows)
     print(
-        "\nindex_B: allocated index bytes per fingerprint (table 0's fingerprints and row ids, the other tables' slices,"
-        " the rows' hints, directories);"
+        "\nindex_B: allocated index bytes per fingerprint (every table's slices, table 0's tails and row"
+        " ids, the rows' hints, directories, the write buffers);"
         "\ntraced_B: bytes tracemalloc saw the bulk build keep allocated, per fingerprint;"
         "\nkeys_B: the keys (UTF-8 buffer + offsets); sketch_B: the minwise sketches; p50/p99: single add_if_new, microseconds;"
         "\nsimhash (PyPI): index_B is RSS growth of the build and includes its keys."

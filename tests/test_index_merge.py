@@ -15,6 +15,7 @@ from probe_kernels import KERNELS, using_kernel
 from scrapy_simhash.index import _merge
 from scrapy_simhash.index._buckets import SortedBuckets
 from scrapy_simhash.index._design_choice import design_for_size
+from scrapy_simhash.index._pages import HUGE_PAGE, PageToucher
 from scrapy_simhash.index._storage import GrowableArray
 from scrapy_simhash.index._tables import make_design
 from scrapy_simhash.index.brute import BruteForceIndex
@@ -115,3 +116,54 @@ def test_a_growing_column_moves_to_its_larger_copy_a_slice_at_a_time(monkeypatch
     assert copied_whole == []
     assert np.array_equal(column.values, np.arange(90_000))
     assert column.nbytes <= 90_000 * 8 * 1.2 * 2  # (a larger copy may be under way)
+
+
+def test_the_pages_a_merge_fills_are_touched_a_step_each() -> None:
+    """Each fresh 2 MB page is faulted in by a step of its own (see index/_pages.py)."""
+    values = np.empty(3 * HUGE_PAGE // 8 + 5, dtype=np.uint64)
+    toucher = PageToucher(values)
+    assert sum(1 for _ in toucher.steps_until(10)) == 1  # the page of the first values
+    steps = sum(1 for _ in toucher.steps_until(len(values)))
+    first_page = -values.ctypes.data % HUGE_PAGE  # where the first whole page starts
+    assert steps == len(range(first_page, values.nbytes, HUGE_PAGE)) - (first_page == 0)
+    assert sum(1 for _ in toucher.steps_until(len(values))) == 0  # (each page once)
+
+
+def test_a_column_extended_by_bytes_holds_the_values_through_its_moves() -> None:
+    column = GrowableArray(np.uint64, np.arange(3000))
+    for start in range(3000, 40_000, 4):  # (as a sketch store appends a row's words)
+        column.extend_bytes(np.arange(start, start + 4, dtype=np.uint64).tobytes())
+        if start == 20_000:
+            column.extend(np.arange(0))  # (the other ways of adding stay in step)
+    assert np.array_equal(column.values, np.arange(40_000))
+
+
+def test_a_growing_column_faults_in_each_page_of_its_copy_in_an_append_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    touched: list[bool] = []
+    touch_next = PageToucher.touch_next
+
+    def spy(toucher: PageToucher, stop: int) -> bool:
+        touched.append(touch_next(toucher, stop))
+        return touched[-1]
+
+    monkeypatch.setattr(PageToucher, "touch_next", spy)
+    column = GrowableArray(np.uint64, np.arange(600_000))  # (4.8 MB: its copy spans 2 MB pages)
+    for value in range(600_000, 640_000):
+        column.append(value)
+    assert np.array_equal(column.values, np.arange(640_000))
+    assert sum(touched) >= 3 and not column._next_pages  # (the copy done: 5.4 MB, a page an append)
+
+
+@pytest.mark.parametrize(("size", "new", "step"), [(5000, 700, 64), (3000, 0, 1000), (20_000, 300, 4096)])
+def test_a_widening_in_steps_gives_a_fresh_build(
+    monkeypatch: pytest.MonkeyPatch, size: int, new: int, step: int
+) -> None:
+    """Buckets a bit wider: every row sorted in again, a slice of rows a step (index/_widen.py)."""
+    monkeypatch.setattr(_merge, "STEP_ENTRIES", step)
+    fingerprints = np.random.default_rng(size).integers(0, 2**64 - 1, size + new, dtype=np.uint64)
+    old = SortedBuckets.build(make_design(3, 4, 11), fingerprints[:size])
+    steps = _merge.merge_steps(old, fingerprints[size:], size, make_design(3, 4, 12))
+    taken = sum(1 for _ in steps)
+    widened = _merge.merged(old, fingerprints[size:], size, make_design(3, 4, 12))
+    assert widened.same_as(SortedBuckets.build(make_design(3, 4, 12), fingerprints))
+    assert taken >= 2 * len(widened.design.tables) * (size + new) // step

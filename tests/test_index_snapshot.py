@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import random
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -153,3 +154,21 @@ def test_a_store_never_searched_by_key_has_no_key_lookup_in_its_snapshot(tmp_pat
     assert snapshot is not None and snapshot.key_lookup is None
     with DiskIndex(tmp_path) as index:
         assert index.fingerprints_of(stored[9][1]) == [stored[9][0]]  # built at the first search
+
+
+def test_a_snapshot_of_the_previous_format_is_ignored_then_written_again(tmp_path: Path,
+                                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """Version 2 held table 0's whole fingerprints: rebuilt from the log once, then a
+    snapshot of this version is written at close."""
+    stored = entries(ROWS, 8)
+    with DiskIndex(tmp_path) as index:
+        index.add_many(stored)
+    snapshot = tmp_path / "tables-0.snapshot"
+    data = bytearray(snapshot.read_bytes())
+    data[8:12] = (2).to_bytes(4, "little")  # the version, and the header's CRC after it
+    header = _snapshot._HEADER.size
+    data[header : header + 4] = zlib.crc32(data[:header]).to_bytes(4, "little")
+    snapshot.write_bytes(bytes(data))
+    assert "not a snapshot of this version" in reopened(tmp_path, stored, caplog)
+    caplog.clear()
+    assert reopened(tmp_path, stored, caplog) == ""  # (written again at the close before)

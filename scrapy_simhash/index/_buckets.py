@@ -1,10 +1,10 @@
 """The sorted part of the in-memory permutation index (see :mod:`._tables`).
 
-:class:`SortedBuckets`: per table, its rows' data in bucket order (table 0: fingerprints
-and row ids; the others: 32-bit slices, see :mod:`._slices`) and a directory of
-``2**prefix_bits + 1`` bucket offsets, so a bucket is one contiguous run. The rows added
-since the last merge wait in a :class:`~._write_buffer.WriteBuffer`. Probes return
-``{row: fingerprint}``, with the C probe (:mod:`._scan`) or its NumPy twin.
+:class:`SortedBuckets`: per table, its rows' slices in bucket order (table 0 also their
+tails and row ids, see :mod:`._slices`) and a directory of ``2**prefix_bits + 1`` bucket
+offsets, so a bucket is one contiguous run. The rows added since the last merge wait in a
+:class:`~._write_buffer.WriteBuffer`. Probes return ``{row: fingerprint}``, with the C
+probe (:mod:`._scan`) or its NumPy twin (:mod:`._numpy_probe`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._slices import SliceLayout
+from ._numpy_probe import numpy_matches
+from ._slices import SliceLayout, table0_fingerprints, tail_dtype, tails_array
 from ._tables import TableDesign, make_design
 
 try:
@@ -46,12 +47,6 @@ def _directory(keys: npt.NDArray[np.unsignedinteger[Any]], prefix_bits: int) -> 
     return directory
 
 
-def _expand_ranges(starts: npt.NDArray[np.int64], lengths: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
-    """``concatenate([arange(s, s + n) for s, n in zip(starts, lengths)])`` without a Python loop."""
-    first_of_range = np.cumsum(lengths) - lengths
-    return np.arange(int(lengths.sum())) + np.repeat(starts - first_of_range, lengths)
-
-
 def check_rows(count: int) -> None:
     if count > MAX_ROWS:
         raise ValueError(f"an in-memory index holds at most {MAX_ROWS} entries")
@@ -74,31 +69,35 @@ def row_hints(design: TableDesign, fingerprints: npt.NDArray[np.uint64]) -> npt.
     return design.with_prefix_bits(hint_bits(design)).table_keys_array(fingerprints, 0).astype(np.uint8)
 
 
-def table_values(
-    design: TableDesign, fingerprints: npt.NDArray[np.uint64], rows: npt.NDArray[Any], table: int
-) -> npt.NDArray[Any]:
-    """What *table* stores for these *rows* of *fingerprints*: table 0 the fingerprints, the
-    others their slices (table 0's row ids are stored apart)."""
-    chosen = fingerprints[rows]
-    return chosen if table == 0 else SliceLayout.of(design).slices_array(chosen, table)
+def table_columns(
+    design: TableDesign, fingerprints: npt.NDArray[np.uint64], order: npt.NDArray[Any], first_row: int, table: int
+) -> list[npt.NDArray[Any]]:
+    """What *table* stores (:meth:`SortedBuckets.columns`) for rows ``first_row + order`` of
+    *fingerprints* (indexed from *first_row*), in that order."""
+    chosen = fingerprints[order]
+    slices = SliceLayout.of(design).slices_array(chosen, table)
+    if table:
+        return [slices]
+    return [slices, tails_array(design, chosen), (order + first_row).astype(np.uint32)]
 
 
 class SortedBuckets:
-    """Per table, the rows' data in bucket order and the offsets of each bucket."""
+    """Per table, the rows' slices in bucket order (table 0 also their tails and row ids)
+    and the offsets of each bucket."""
 
     def __init__(
         self,
         design: TableDesign,
         directories: npt.NDArray[np.uint32],
-        fingerprints: npt.NDArray[np.uint64],
-        rows: npt.NDArray[np.uint32],
         slices: npt.NDArray[np.uint32],
+        tails: npt.NDArray[np.unsignedinteger[Any]],
+        rows: npt.NDArray[np.uint32],
     ) -> None:
         self.design = design
         self.directories = directories  # shape (tables, 2**prefix_bits + 1)
-        self.fingerprints = fingerprints  # table 0's, in its bucket order
+        self.slices = slices  # shape (tables, rows): every table's slices
+        self.tails = tails  # table 0's: the fingerprint bits below its slices
         self.rows = rows  # table 0's row ids
-        self.slices = slices  # shape (tables - 1, rows): the other tables' slices
         self.layout = SliceLayout.of(design)
         self._packed = self.layout.packed()  # (cached here: hashing the layout per probe costs)
 
@@ -107,7 +106,11 @@ class SortedBuckets:
 
     @property
     def nbytes(self) -> int:
-        return int(self.directories.nbytes + self.fingerprints.nbytes + self.rows.nbytes + self.slices.nbytes)
+        return int(sum(array.nbytes for array in self.arrays()))
+
+    def arrays(self) -> list[npt.NDArray[Any]]:
+        """Every array, in the order a snapshot keeps them."""
+        return [self.directories, self.slices, self.tails, self.rows]
 
     @classmethod
     def build(cls, design: TableDesign, fingerprints: npt.NDArray[np.uint64]) -> SortedBuckets:
@@ -127,26 +130,26 @@ class SortedBuckets:
         order = np.argsort(keys, kind="stable")
         self.directories[table] = _directory(keys, self.design.prefix_bits)
         yield
-        self.values(table)[:] = table_values(self.design, fingerprints, order, table)
-        if table == 0:
-            self.rows[:] = order
+        for column, values in zip(self.columns(table), table_columns(self.design, fingerprints, order, 0, table)):
+            column[:] = values
 
     @classmethod
     def empty(cls, design: TableDesign, size: int) -> SortedBuckets:
         """Tables of *size* rows to fill (pages are touched as they are filled)."""
         tables = len(design.tables)
         directories = np.empty((tables, 2**design.prefix_bits + 1), dtype=np.uint32)
-        return cls(design, directories, np.empty(size, np.uint64), np.empty(size, np.uint32),
-                   np.empty((tables - 1, size), np.uint32))
+        return cls(design, directories, np.empty((tables, size), np.uint32), np.empty(size, tail_dtype(design)),
+                   np.empty(size, np.uint32))
 
-    def values(self, table: int) -> npt.NDArray[Any]:
-        """What *table* stores, in its bucket order: fingerprints (table 0) or slices."""
-        return self.fingerprints if table == 0 else self.slices[table - 1]
+    def columns(self, table: int) -> list[npt.NDArray[Any]]:
+        """What *table* stores, in its bucket order: its slices (table 0: and tails and row ids)."""
+        return [self.slices[table], self.tails, self.rows] if table == 0 else [self.slices[table]]
 
     def row_fingerprints(self) -> npt.NDArray[np.uint64]:
         """The fingerprints of rows 0..n-1, in row order (a new array)."""
+        keys = np.repeat(np.arange(self.directories.shape[1] - 1, dtype=np.uint64), np.diff(self.directories[0]))
         fingerprints = np.empty(len(self), dtype=np.uint64)
-        fingerprints[self.rows] = self.fingerprints
+        fingerprints[self.rows] = table0_fingerprints(self.design, keys, self.slices[0], self.tails)
         return fingerprints
 
     def fingerprint_of(self, row: int, hint: int) -> int:
@@ -157,52 +160,22 @@ class SortedBuckets:
         found = np.flatnonzero(self.rows[low:high] == np.uint32(row))
         if not len(found):
             raise KeyError(row)
-        return int(self.fingerprints[low + found[0]])
+        at = int(low + found[0])
+        key = np.searchsorted(self.directories[0], at, side="right") - 1  # (its bucket)
+        found_at = slice(at, at + 1)
+        return int(table0_fingerprints(self.design, np.array([key]), self.slices[0, found_at], self.tails[found_at])[0])
 
     def same_as(self, other: SortedBuckets) -> bool:
         """The same design and the same arrays (tests: a merge gives what a fresh build gives)."""
-        mine = (self.directories, self.fingerprints, self.rows, self.slices)
-        theirs = (other.directories, other.fingerprints, other.rows, other.slices)
-        return self.design == other.design and all(map(np.array_equal, mine, theirs))
+        return self.design == other.design and all(map(np.array_equal, self.arrays(), other.arrays()))
 
     def matches(self, fingerprint: int, max_distance: int, wildcard: int = 0) -> dict[int, int]:
         """``{row: fingerprint}`` of the rows in the buckets a probe visits, within
         *max_distance* of *fingerprint* outside the *wildcard* bits."""
         if _scan is not None:
-            return _scan.sorted_matches(self._packed, self.directories, self.fingerprints, self.rows,
-                                        self.slices, fingerprint, wildcard, max_distance)
-        # The NumPy twin: every visited bucket of every table in one pass over the flattened
-        # directories and slices; the few rows whose slice passes are looked up in table 0.
-        counted = ~wildcard & (2**64 - 1)
-        key_sets = self.design.probe_keys(fingerprint, wildcard)
-        tables = np.fromiter((t for t, keys in enumerate(key_sets) for _ in keys), dtype=np.int64)
-        keys = np.fromiter((key for keys in key_sets for key in keys), dtype=np.int64)
-        tables, keys, found = self._positions(tables, keys)
-        direct = found[tables == 0]
-        sliced = tables > 0
-        tables, keys, found = tables[sliced] - 1, keys[sliced], found[sliced]  # (in self.slices)
-        values = self.slices.reshape(-1)[tables * len(self) + found]
-        queries = np.array([self.layout.slice_of(fingerprint, t) for t in range(1, len(key_sets))], np.uint32)
-        masks = np.array([self.layout.slice_of(counted, t) for t in range(1, len(key_sets))], np.uint32)
-        close = np.flatnonzero(np.bitwise_count((values ^ queries[tables]) & masks[tables]) <= max_distance)
-        table0_keys = [self.layout.table0_key(int(tables[i]) + 1, int(keys[i]), int(values[i])) for i in close]
-        if table0_keys:  # (rare: the rows within k, and ~1 in 10^4 others)
-            buckets = np.unique(np.array(table0_keys, dtype=np.int64))
-            resolved = self._positions(np.zeros(len(buckets), np.int64), buckets)[2]
-            direct = np.concatenate((direct, resolved))
-        fingerprints = self.fingerprints[direct]
-        close = np.bitwise_count((fingerprints ^ np.uint64(fingerprint)) & np.uint64(counted)) <= max_distance
-        return dict(zip(self.rows[direct[close]].tolist(), fingerprints[close].tolist()))
-
-    def _positions(
-        self, tables: npt.NDArray[np.int64], keys: npt.NDArray[np.int64]
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """Every position in the buckets *keys* of *tables*: its table, bucket key and position."""
-        flat = tables * self.directories.shape[1] + keys
-        directories = self.directories.reshape(-1)
-        starts = directories[flat].astype(np.int64)
-        lengths = directories[flat + 1].astype(np.int64) - starts
-        return np.repeat(tables, lengths), np.repeat(keys, lengths), _expand_ranges(starts, lengths)
+            return _scan.sorted_matches(self._packed, self.directories, self.slices, self.tails, self.rows,
+                                        fingerprint, wildcard, max_distance)
+        return numpy_matches(self, fingerprint, max_distance, wildcard)
 
     def bucket_sizes(self) -> npt.NDArray[np.int64]:
         """Shape ``(tables, 2**prefix_bits)``: rows per bucket."""
@@ -224,12 +197,15 @@ def c_probe_mismatch() -> str | None:
     bases = rng.integers(0, 2**64 - 1, 64, dtype=np.uint64, endpoint=True)
     noise = np.bitwise_or.reduce(np.uint64(1) << rng.integers(0, 64, (2048, 3)).astype(np.uint64), axis=1)
     fingerprints = bases[rng.integers(0, 64, 2048)] ^ noise  # near one another: most probes find some
-    sample = SortedBuckets.build(make_design(3, 4, 8), fingerprints)
-    probes = [(int(f) ^ 1, int(w)) for f, w in zip(fingerprints[:32], rng.integers(0, 2**64, 32, np.uint64))]
+    # 32 buckets a table, ~64 rows each (the C filter's whole blocks of rows and their ends),
+    # and 16-bit buckets (table 0's 2-byte tails, as from 1M rows on)
+    samples = [SortedBuckets.build(make_design(3, 4, bits), fingerprints) for bits in (5, 16)]
+    probes = [(int(f) ^ 1, int(w) & 0x0F0F_0F0F_00FF_0F0F, k) for f, w, k in
+              zip(fingerprints[:32], rng.integers(0, 2**64, 32, np.uint64), [3, 3, 3, 12] * 8)]
     try:
-        found = [sample.matches(f, 3, w & 0x0F0F_0F0F_00FF_0F0F) for f, w in probes]
+        found = [sample.matches(f, k, w) for sample in samples for f, w, k in probes]
         _scan = None
-        differ = found != [sample.matches(f, 3, w & 0x0F0F_0F0F_00FF_0F0F) for f, w in probes]
+        differ = found != [sample.matches(f, k, w) for sample in samples for f, w, k in probes]
     finally:
         _scan = built
     return "it differs from its NumPy twin on a sample" if differ else None

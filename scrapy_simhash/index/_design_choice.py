@@ -14,6 +14,7 @@ import math
 from math import comb
 
 from ..core.fingerprint import FINGERPRINT_BITS
+from ._slices import tail_dtype
 from ._tables import TableDesign, make_design
 
 #: Largest prefix :func:`choose_design` picks (a 256 MiB directory per table).
@@ -33,18 +34,18 @@ _ROWS_PER_BUCKET_LOG2 = 4
 # ratio, so the same designs but between ~13.5M and ~16.7M fingerprints.)
 COST_PER_TABLE_NS = 771.0
 COST_PER_CANDIDATE_NS = 6.9
-#: The in-memory layout (:mod:`._slices`): table 0 holds uint64 fingerprints and uint32 row
-#: ids, every other table a uint32 slice; each row has a 1-byte hint.
+#: The in-memory layout (:mod:`._slices`): every table holds a uint32 slice a row, table 0
+#: also a uint32 row id and a tail (2 bytes for buckets of 16 bits and more, else 4); each
+#: row has a 1-byte hint.
 _ROW_ID_BYTES = 4
-_FINGERPRINT_BYTES = 8
 _SLICE_BYTES = 4
 _HINT_BYTES = 1
 _OFFSET_BYTES = 4
 #: Default memory cap of :func:`choose_design`, index structure only (no keys).
 DEFAULT_MAX_BYTES_PER_FINGERPRINT = 64.0
 #: The in-memory index's cap (:func:`starting_design`): 100M fingerprints in ~2.6 GB. For
-#: k = 3 that keeps the 4 tables of 16-bit blocks (25 bytes) at any size, where 64 would
-#: take 10 tables (49) past ~13.5M.
+#: k = 3 that keeps the 4 tables of 16-bit blocks (23 bytes from 16-bit buckets on) at any
+#: size, where 64 would take 10 tables (47) past ~13.5M.
 MEMORY_MAX_BYTES_PER_FINGERPRINT = 26.0
 #: What the bucket directories of an empty index may take (:func:`starting_design`): an
 #: index sized for 1e9 pages would otherwise hold 1.3 GB before its first page.
@@ -56,7 +57,7 @@ _MAX_EXTRA_BLOCKS = 8
 def bytes_per_fingerprint(design: TableDesign, size: int) -> float:
     """Index memory per fingerprint (fingerprint, row ids, directories; no keys)."""
     directories = len(design.tables) * (2**design.prefix_bits + 1) * _OFFSET_BYTES
-    return _row_bytes(len(design.tables)) + directories / max(size, 1)
+    return _row_bytes(len(design.tables), tail_dtype(design)().itemsize) + directories / max(size, 1)
 
 
 def probe_cost_ns(design: TableDesign, size: int) -> float:
@@ -116,9 +117,10 @@ def starting_design(max_distance: int, expected_size: int) -> TableDesign:
     return design.with_prefix_bits(max(_MIN_AUTO_PREFIX_BITS, math.floor(math.log2(most_buckets))))
 
 
-def _row_bytes(tables: int) -> int:
-    """Bytes per fingerprint of the row arrays alone (no directories)."""
-    return _FINGERPRINT_BYTES + _ROW_ID_BYTES + (tables - 1) * _SLICE_BYTES + _HINT_BYTES
+def _row_bytes(tables: int, tail_bytes: int = 2) -> int:
+    """Bytes per fingerprint of the row arrays alone (no directories); by default with the
+    2-byte tails of 16-bit buckets, the fewest."""
+    return tables * _SLICE_BYTES + tail_bytes + _ROW_ID_BYTES + _HINT_BYTES
 
 
 def bulk_design(max_distance: int, size: int) -> TableDesign:

@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from . import _merge
 from ._key_crcs import crcs_of_keys, key_crc
+from ._pages import PageToucher
 from ._storage import KeyStore, encode_key
 
 _MIN_RECENT = 4096
@@ -128,7 +129,8 @@ class CrcTable:
         slice of the merged arrays a step; the table answers from the old ones meanwhile."""
         crcs = np.frombuffer(frozen.crcs, dtype=np.uint32) if len(frozen.crcs) else _EMPTY
         order = np.argsort(crcs.astype(np.uint16), kind="stable")  # two 16-bit radix passes: ~1 ms
-        order = order[np.argsort((crcs[order] >> 16).astype(np.uint16), kind="stable")]  # for 131k rows
+        yield  # (each, for 131k rows)
+        order = order[np.argsort((crcs[order] >> 16).astype(np.uint16), kind="stable")]
         new_crcs, new_rows = crcs[order], (order + frozen.first).astype(np.uint32)
         # after the older rows of a CRC: their places in the merged arrays (a slice a step)
         targets = np.empty(len(order), dtype=np.int64)
@@ -139,9 +141,12 @@ class CrcTable:
         targets += np.arange(len(order))
         size = len(self._crcs) + len(order)
         merged_crcs, merged_rows = np.empty(size, dtype=np.uint32), np.empty(size, dtype=np.uint32)
+        pages = [PageToucher(merged_crcs), PageToucher(merged_rows)]
         for low in range(0, size, _merge.STEP_ENTRIES):
             yield
             high = min(low + _merge.STEP_ENTRIES, size)
+            for toucher in pages:  # (a step a fresh page: see _pages)
+                yield from toucher.steps_until(high)
             first, last = np.searchsorted(targets, [low, high])
             old = slice(low - first, high - last)  # the old entries between
             _merge.interleave(merged_crcs, low, self._crcs[old], targets[first:last], new_crcs[first:last])

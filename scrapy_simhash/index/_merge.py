@@ -2,11 +2,14 @@
 
 A merge moves every row of every table: at 10M rows and 4 tables, ~0.1 s in one go,
 which would hold Scrapy's reactor that long once every 131k pages. :func:`merge_steps`
-does the same work in steps of about :data:`STEP_ENTRIES` entries (~0.5 ms each); the
-index runs one step per insert and meanwhile answers from the old tables plus the rows
-being merged, still in their (now frozen) write buffer. A merge of ``n`` rows takes
-about ``tables * n / STEP_ENTRIES`` steps (~164 at 10M, ~1,600 at 100M), far fewer than
-the inserts that fill the next buffer (``min(n / 64, 131072)``), so merges never pile up.
+does the same work in steps of about :data:`STEP_ENTRIES` entries, and a step of its own
+for each fresh 2 MB page it is about to write (:mod:`._pages`); the index runs one step per
+insert and meanwhile answers from the old tables plus the rows being merged, still in their
+(now frozen) write buffer. A merge of ``n`` rows takes about ``tables * n / STEP_ENTRIES``
+steps plus one per 2 MB of tables (~750 at 10M, ~7,500 at 100M), far fewer than the
+inserts that fill the next buffer (``min(n / 64, 131072)``), so merges never pile up.
+Measured at 10M rows alone (``STEP_ENTRIES`` 2**16): 0.08-0.09 ms a step at the median, at
+most 1.3-1.6 ms (sorting a table's new rows), ~100 ms in all.
 """
 
 from __future__ import annotations
@@ -17,12 +20,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._buckets import SortedBuckets, check_rows, sort_dtype, table_values
+from ._buckets import SortedBuckets, check_rows, sort_dtype, table_columns
+from ._pages import PageToucher
 from ._write_buffer import WriteBuffer
 from ._tables import TableDesign
+from ._widen import widen_steps
 
-#: Entries of one table moved per step: ~0.5 ms of NumPy copying.
-STEP_ENTRIES = 1 << 18
+#: Entries of one table moved per step: ~0.1 ms of NumPy copying (2**18 took ~0.5 ms, and
+#: wrote 1-3 MB of fresh pages a step: see :mod:`._pages`).
+STEP_ENTRIES = 1 << 16
 
 #: A merge in progress: each ``next()`` does one step; it returns the merged tables.
 MergeSteps = Generator[None, None, SortedBuckets]
@@ -42,11 +48,18 @@ class BufferedTables:
         """The write buffers that hold rows, oldest first."""
         return [buffer for buffer in (self.frozen, self.buffer) if buffer is not None and len(buffer)]
 
+    @property
+    def buffer_bytes(self) -> int:
+        """The allocated bytes of the write buffers (the one being merged included)."""
+        return sum(buffer.nbytes for buffer in (self.frozen, self.buffer) if buffer is not None)
+
     def matches(self, fingerprint: int, max_distance: int, wildcard: int = 0) -> dict[int, int]:
         """``{row: fingerprint}`` of every row within *max_distance* off *wildcard*."""
         found = self.sorted.matches(fingerprint, max_distance, wildcard)
-        for buffer in self.buffers():
-            found.update(buffer.matches(fingerprint, max_distance, wildcard))
+        if self.frozen is not None:  # (no list of the buffers: a check calls this)
+            found.update(self.frozen.matches(fingerprint, max_distance, wildcard))
+        if len(self.buffer):
+            found.update(self.buffer.matches(fingerprint, max_distance, wildcard))
         return found
 
     def fingerprint_of(self, row: int, hint: int) -> int:
@@ -100,18 +113,13 @@ def merge_steps(
     """Steps that build *old* plus rows ``first_row ...`` (their *fingerprints*) in the
     buckets of *design*, without touching *old*.
 
-    *design* is *old*'s, or the same tables with wider buckets (the index grew): then each
-    table is sorted again whole, in three steps a table.
+    *design* is *old*'s, or the same tables with wider buckets (the index grew): then every
+    row is sorted into every table again, a slice a step (:mod:`._widen`).
     """
     check_rows(first_row + len(fingerprints))
     tables = len(design.tables)
     if design.prefix_bits != old.design.prefix_bits:
-        every = np.concatenate((old.row_fingerprints(), fingerprints))
-        widened = SortedBuckets.empty(design, len(every))
-        for table in range(tables):
-            yield
-            yield from widened.fill_steps(every, table)
-        return widened
+        return (yield from widen_steps(old, fingerprints, first_row, design, STEP_ENTRIES))
     merged_part = SortedBuckets.empty(design, first_row + len(fingerprints))
     for table in range(tables):
         yield from _merge_table(old, merged_part, table, fingerprints, first_row)
@@ -130,8 +138,7 @@ def _merge_table(
     order = np.argsort(keys, kind="stable")  # a radix sort for 16-bit keys: 1 ms, not 14, for 131k rows
     yield
     sorted_keys = keys[order].astype(np.int64)
-    new_values = table_values(old.design, fingerprints, order, table)
-    new_rows = (order + first_row).astype(np.uint32)
+    new_columns = table_columns(old.design, fingerprints, order, first_row, table)
     old_directory = old.directories[table].astype(np.int64)
     directory = old_directory.copy()
     directory[1:] += np.cumsum(np.bincount(keys, minlength=len(directory) - 1))
@@ -140,15 +147,17 @@ def _merge_table(
     targets = old_directory[sorted_keys + 1] + np.arange(len(order))
     buckets = len(directory) - 1
     start = 0
+    pages = [PageToucher(column) for column in out.columns(table)]
     yield
     while start < buckets:
         stop = int(np.searchsorted(directory, directory[start] + STEP_ENTRIES, side="right")) - 1
         stop = min(max(stop, start + 1), buckets)
+        for toucher in pages:  # (the pages this step fills, faulted in a step each before it)
+            yield from toucher.steps_until(int(directory[stop]))
         first, last = np.searchsorted(sorted_keys, [start, stop])
         low, old_rows = int(directory[start]), slice(old_directory[start], old_directory[stop])
-        interleave(out.values(table), low, old.values(table)[old_rows], targets[first:last], new_values[first:last])
-        if table == 0:
-            interleave(out.rows, low, old.rows[old_rows], targets[first:last], new_rows[first:last])
+        for column, old_column, new_column in zip(out.columns(table), old.columns(table), new_columns):
+            interleave(column, low, old_column[old_rows], targets[first:last], new_column[first:last])
         start = stop
         yield
 

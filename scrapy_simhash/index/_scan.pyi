@@ -1,15 +1,13 @@
 # The C probe (scan_c/); see _buckets.SortedBuckets.matches and WriteBuffer.matches.
-from array import array
-
 import numpy as np
 import numpy.typing as npt
 
 def sorted_matches(
     layout: npt.NDArray[np.uint64],
     directories: npt.NDArray[np.uint32],
-    fingerprints: npt.NDArray[np.uint64],
-    rows: npt.NDArray[np.uint32],
     slices: npt.NDArray[np.uint32],
+    tails: npt.NDArray[np.uint16] | npt.NDArray[np.uint32],
+    rows: npt.NDArray[np.uint32],
     fingerprint: int,
     wildcard: int,
     max_distance: int,
@@ -17,9 +15,10 @@ def sorted_matches(
 ) -> dict[int, int]: ...
 def buffer_matches(
     layout: npt.NDArray[np.uint64],
-    newests: tuple[dict[int, int], ...],
-    olders: tuple[array[int], ...],
-    fingerprints: array[int],
+    newest: npt.NDArray[np.int32],
+    older: npt.NDArray[np.int32],
+    fingerprints: npt.NDArray[np.uint64],
+    count: int,
     first_row: int,
     fingerprint: int,
     wildcard: int,
@@ -28,10 +27,10 @@ def buffer_matches(
 ) -> dict[int, int]: ...
 def buffer_add(
     layout: npt.NDArray[np.uint64],
-    newests: tuple[dict[int, int], ...],
-    olders: tuple[array[int], ...],
-    fingerprints: array[int],
-    row: int,
+    newest: npt.NDArray[np.int32],
+    older: npt.NDArray[np.int32],
+    fingerprints: npt.NDArray[np.uint64],
+    count: int,
     fingerprint: int,
     /,
 ) -> int: ...

@@ -10,6 +10,7 @@ rows are only ever appended) and where each one's bytes end, 16 bytes a short pa
 
 from __future__ import annotations
 
+import sys
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable
@@ -19,6 +20,8 @@ import numpy.typing as npt
 
 from ..core.sketch import SKETCH_BYTES, Confirmation, check_sketch, common_shingles, is_exact, shingles_of
 from ._storage import GrowableArray
+
+_LITTLE_ENDIAN = sys.byteorder == "little"
 
 
 class ShingleColumn:
@@ -129,10 +132,17 @@ class SketchStore:
         return self._shingles.get(row)
 
     def append(self, sketch: bytes | None) -> None:
-        sketch = check_sketch(sketch)
-        if sketch is not None and is_exact(sketch):
+        """Append a row's sketch, checked before (:func:`~scrapy_simhash.core.sketch.check_sketch`:
+        the index's calls check theirs first)."""
+        if sketch is None:
+            self._words.extend(_NO_SKETCH)
+            return
+        if is_exact(sketch):
             self._shingles.append(len(self), sketch[SKETCH_BYTES:])
-        self._words.extend(_sketch_words(sketch))
+        if _LITTLE_ENDIAN:  # (the words' bytes as stored: no NumPy array of them)
+            self._words.extend_bytes(sketch[:SKETCH_BYTES])
+        else:
+            self._words.extend(_sketch_words(sketch))
 
     def extend_from(self, other: SketchStore) -> None:
         self._shingles.extend_from(other._shingles, len(self))
@@ -173,7 +183,13 @@ class SketchStore:
         return SketchStore(self.rows[keep].reshape(-1), self._shingles.compress(keep))
 
 
+_NO_SKETCH = np.zeros(SketchStore.WORDS, dtype=np.uint64)
+_NO_SKETCH.flags.writeable = False
+
+
 def _sketch_words(sketch: bytes | None) -> npt.NDArray[np.uint64]:
+    """A sketch's first 32 bytes as four words (a read-only view of them, no copy where the
+    machine is little-endian, as the stored words are)."""
     if sketch is None:
-        return np.zeros(SketchStore.WORDS, dtype=np.uint64)
-    return np.frombuffer(sketch, dtype="<u8", count=SketchStore.WORDS).astype(np.uint64)
+        return _NO_SKETCH
+    return np.frombuffer(sketch, dtype="<u8", count=SketchStore.WORDS).astype(np.uint64, copy=False)

@@ -40,7 +40,9 @@ logger = logging.getLogger(__name__)
 #: Smaller namespaces are rebuilt in well under a second: no file for each (one per host).
 SNAPSHOT_MIN_ROWS = 100_000
 _MAGIC = b"SIMHTAB\n"
-_VERSION = 2  # 1: no key lookup (such a snapshot is ignored, then written again at close)
+# 1: no key lookup; 2: table 0's whole fingerprints, not its slices and tails (an older
+# snapshot is ignored, then written again at close)
+_VERSION = 3
 # magic, version, max_distance, blocks, prefix_bits, rows, key lookup (1) or not (0), CRC of
 # the row fingerprints, CRC of the arrays
 _HEADER = struct.Struct("<8sIIIIQIII")
@@ -122,7 +124,7 @@ def _ignored(path: str, reason: str) -> None:
 
 
 def _arrays(tables: SortedBuckets, key_lookup: KeyArrays | None) -> list[npt.NDArray[Any]]:
-    return [tables.directories, tables.fingerprints, tables.rows, tables.slices, *(key_lookup or ())]
+    return [*tables.arrays(), *(key_lookup or ())]
 
 
 def _crc_of(arrays: list[npt.NDArray[Any]]) -> int:

@@ -53,15 +53,15 @@ class TableDesign:
     tables: tuple[tuple[int, ...], ...]
     prefix_bits: int
     _terms: tuple[tuple[_Term, ...], ...] = field(init=False, repr=False, compare=False)
+    #: Width of the shortest concatenation of leading blocks over all tables (computed once:
+    #: an insert asks for it, through its row's hint).
+    leading_bits: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         terms = tuple(_key_terms(self.blocks, leading, self.prefix_bits) for leading in self.tables)
         object.__setattr__(self, "_terms", terms)
-
-    @property
-    def leading_bits(self) -> int:
-        """Width of the shortest concatenation of leading blocks over all tables."""
-        return min(sum(self.blocks[i][1] for i in leading) for leading in self.tables)
+        leading_bits = min(sum(self.blocks[i][1] for i in leading) for leading in self.tables)
+        object.__setattr__(self, "leading_bits", leading_bits)
 
     def bucket_keys(self, fingerprint: int) -> tuple[int, ...]:
         """One bucket key per table, with plain ints (fast for a single probe)."""

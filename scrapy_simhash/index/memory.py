@@ -7,9 +7,9 @@ Layout, with no Python object per fingerprint:
 * sketches: 32 bytes a row, and a short page's shingles (:class:`~._sketches.SketchStore`),
   read only for the rows within ``max_distance`` of a query, to confirm them;
 * per table of the :class:`~._tables.TableDesign`, in bucket order, with a bucket
-  directory (:class:`~._buckets.SortedBuckets`): table 0 the fingerprints and row ids
-  (12 bytes a row), every other table a 32-bit slice of each fingerprint (4 bytes), so
-  that a probe reads its buckets in order (:mod:`._slices`);
+  directory (:class:`~._buckets.SortedBuckets`): a 32-bit slice of each fingerprint (4
+  bytes a row), and in table 0 the rest of it and the row ids (6 bytes from 16-bit buckets
+  on), so that a probe reads its buckets in order (:mod:`._slices`);
 * per row, a 1-byte hint of where table 0 holds it (its fingerprint by row id);
 * a small write buffer of recent rows (:class:`~._write_buffer.WriteBuffer`), merged
   into the sorted arrays once it holds ``max(4096, min(n / 64, 131072))`` rows, a step
@@ -18,8 +18,9 @@ Layout, with no Python object per fingerprint:
   the buffer bound and 1/4 of the rows.
 
 A probe reads the rows of its bucket in every table and keeps those within
-``max_distance``: exact (see :mod:`._tables` and :mod:`._slices`). It runs in one C pass (:mod:`._scan`), or with NumPy where that was
-not built. Not thread-safe: call it from one thread (the Scrapy glue does).
+``max_distance``: exact (see :mod:`._tables` and :mod:`._slices`). It runs in one C pass
+(:mod:`._scan`), or with NumPy where that was not built. Not thread-safe: call it from one
+thread (the Scrapy glue does).
 """
 
 from __future__ import annotations
@@ -234,10 +235,9 @@ class MemoryIndex(SimhashIndex):
         return described
 
     def memory_usage(self) -> dict[str, int]:
-        """Allocated bytes of the index structure, the keys (and their lookup, once built) and
-        the sketches (buffers excluded)."""
-        buffered = 8 * sum(map(len, self._tables.buffers()))
-        index_bytes = self._tables.sorted.nbytes + self._hints.nbytes + buffered
+        """Allocated bytes of the index structure (the write buffers' arrays included), the
+        keys (and their lookup, once built) and the sketches."""
+        index_bytes = self._tables.sorted.nbytes + self._hints.nbytes + self._tables.buffer_bytes
         key_bytes = self._keys.nbytes + (self._key_lookup.nbytes if self._key_lookup is not None else 0)
         return {"index_bytes": index_bytes, "key_bytes": key_bytes, "sketch_bytes": self._sketches.nbytes}
 
@@ -269,7 +269,8 @@ class MemoryIndex(SimhashIndex):
 
     def _probe(self, fingerprint: int, wildcard: int = 0) -> dict[int, int]:
         """``{row: fingerprint}`` of every live row within ``max_distance`` off *wildcard*."""
-        return self._live(self._tables.matches(fingerprint, self.max_distance, wildcard))
+        found = self._tables.matches(fingerprint, self.max_distance, wildcard)
+        return self._live(found) if self._removed else found
 
     def _live(self, found: dict[int, int]) -> dict[int, int]:
         """*found* without the removed rows (tombstones)."""

@@ -1,11 +1,13 @@
 /* The index probe's arguments (aligned int arrays, 64-bit ints, distances) and results. */
 #include "scan.h"
 
-/* An aligned, C-contiguous buffer of ints of `itemsize` bytes, of one of the type `codes`. */
+/* An aligned, C-contiguous buffer of ints of `itemsize` bytes, of one of the type `codes`
+ * (`flags`: PyBUF_WRITABLE for one written to, or 0). */
 int
-scan_get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *codes, const char *name)
+scan_get_array_flags(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *codes, const char *name,
+                     int flags)
 {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | flags) < 0) {
         return -1;
     }
     const char *code = view->format ? view->format : "B";
@@ -19,6 +21,39 @@ scan_get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *
         return -1;
     }
     return 0;
+}
+
+int
+scan_get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *codes, const char *name)
+{
+    return scan_get_array_flags(obj, view, itemsize, codes, name, 0);
+}
+
+/* An aligned, C-contiguous buffer of unsigned ints of 2 or 4 bytes. */
+int
+scan_get_uint_array(PyObject *obj, Py_buffer *view, const char *name)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        return -1;
+    }
+    int narrow = view->itemsize == 2;
+    PyBuffer_Release(view);
+    return scan_get_array(obj, view, narrow ? 2 : 4, narrow ? "H" : "I", name);
+}
+
+/* args[0 ... count - 1] as the arrays `specs` name, the first the layout: its tables into `tables`. */
+int
+scan_get_arrays(PyObject *const *args, Py_buffer *views, int count, const ArraySpec *specs, Py_ssize_t *tables)
+{
+    for (int i = 0; i < count; i++) {
+        const ArraySpec *spec = &specs[i];
+        if ((spec->itemsize
+                 ? scan_get_array_flags(args[i], &views[i], spec->itemsize, spec->codes, spec->name, spec->flags)
+                 : scan_get_uint_array(args[i], &views[i], spec->name)) < 0) {
+            return -1;
+        }
+    }
+    return scan_layout_tables(&views[0], tables);
 }
 
 /* A Python int (or anything with __index__) as 64 unsigned bits; -1 with an exception. */

@@ -1,0 +1,47 @@
+"""Faulting fresh memory in a huge page per step, ahead of the merge steps that fill it.
+
+A merge (:mod:`._merge`, and the key lookup's in :mod:`._key_lookup`) writes its new
+arrays into fresh allocations, for which NumPy asks the kernel for transparent huge pages
+(2 MB). The first write into each such page faults it in whole: the kernel zeroes 2 MB, and
+on the VM these figures come from, whose host backs its memory when first touched, it took
+4.6 ms on average and up to 9.6 ms, against 0.19 ms for memory touched before (a C loop
+writing a byte per 2 MB of 1 GB, 512 faults each way). Merge steps of 2**18 entries wrote 1
+to 3 MB each: at 10M rows the longest check took 11.9-14.3 ms of CPU time, nearly all of it
+in the kernel, and 12-19 checks over 10 ms. So each page an array is about to be filled in
+is touched first, in a step of its own: no step faults more than one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+#: The transparent huge page of x86-64 (and of most arm64 kernels).
+HUGE_PAGE = 2 << 20
+
+
+class PageToucher:
+    """Touches the pages of a fresh array in order, a page per step."""
+
+    def __init__(self, array: npt.NDArray[Any]) -> None:
+        self._bytes = array.reshape(-1).view(np.uint8)  # (a view: the array must be contiguous)
+        self._itemsize = array.itemsize
+        self._next = 0  # the first byte whose page may not be faulted in yet
+        self._first_page = -array.ctypes.data % HUGE_PAGE  # where the first whole page begins
+
+    def steps_until(self, stop: int) -> Iterator[None]:
+        """Touch every page before value *stop* (an index of the array), a step each."""
+        while self.touch_next(stop):
+            yield
+
+    def touch_next(self, stop: int) -> bool:
+        """Touch the first page not touched yet if it begins before value *stop*: whether
+        there was one."""
+        if self._next >= min(stop * self._itemsize, len(self._bytes)):
+            return False
+        self._bytes[self._next] = 0  # (a value the step that fills it overwrites)
+        self._next = self._first_page if self._next < self._first_page else self._next + HUGE_PAGE
+        return True
