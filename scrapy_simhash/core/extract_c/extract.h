@@ -3,8 +3,9 @@
  * The Python extraction makes a few C-level scans of lxml's tree, but it still reads
  * and writes thousands of attributes and texts from Python and serialises subtrees to
  * measure them: ~0.8 ms a page, more than parsing it. This walks libxml2's nodes once
- * into an array of events (tree.c), then runs the same algorithm on that array: prune
- * (prune.c), measure (measure.c), descend (descent.c), split into blocks (blocks.c).
+ * into an array of events (tree.c), then runs the same algorithm on that array: find the
+ * page's heading (heading.c), prune (prune.c), measure (measure.c), descend (descent.c),
+ * judge lists whole (entries.c), split into blocks (blocks.c).
  * ~0.15 ms. It never modifies the tree: where the Python code removes an element or
  * writes a marker into a text, this marks the element removed, or counts the marker
  * as if it were there.
