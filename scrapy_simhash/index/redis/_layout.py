@@ -166,9 +166,19 @@ class Names:
         return self.prefix + "meta"
 
     @property
+    def counter(self) -> str:
+        """The number of records ever appended."""
+        return self.prefix + "n"
+
+    @property
+    def tombstones(self) -> str:
+        """The removed records' sequence numbers, 8 bytes each."""
+        return self.prefix + "x"
+
+    @property
     def script_keys(self) -> list[str]:
         """KEYS of every log script: meta, record counter, tombstones."""
-        return [self.meta, self.prefix + "n", self.prefix + "x"]
+        return [self.meta, self.counter, self.tombstones]
 
     def chunk(self, kind: str, number: int) -> str:
         return f"{self.prefix}{kind}{number}"

@@ -80,7 +80,7 @@ class LogScripts:
     def call_reading(
         self, source: str, args: list[Any], ranges: list[tuple[str, int]]
     ) -> tuple[list[Any] | None, list[bytes]]:
-        """:meth:`call`, then :meth:`read` *ranges*, in one ``MULTI``/``EXEC`` (redis-py's
+        """:meth:`call`, then read *ranges* (``GETRANGE name offset -1``), in one ``MULTI``/``EXEC`` (redis-py's
         pipeline): the reads see the log as the script saw it."""
         pipe = self._client.pipeline(transaction=True)
         self._scripts[source](keys=self._names.script_keys, args=[*self._common_args, *args], client=pipe)
@@ -92,10 +92,33 @@ class LogScripts:
             return None, []
         return (None if reply_text(reply[0]) == "reload" else list(reply)), strings
 
-    def read(self, ranges: list[tuple[str, int]]) -> list[bytes]:
-        """``GETRANGE name offset -1`` of each of *ranges*, pipelined. Redis spends ~0.05 us
-        a KB on a plain read, ~2 us a KB on a script's reply."""
-        return list(_reading(self._client.pipeline(transaction=False), ranges).execute())
+    def read_log(
+        self, position: int, tombstones: int, last: bytes, ranges: list[tuple[str, int]]
+    ) -> tuple[int, bytes, list[bytes]] | None:
+        """The log's records, the tombstones after the first *tombstones*, and *ranges*
+        (``GETRANGE name offset -1``), read as plain strings in one ``MULTI``/``EXEC`` (no
+        script: Redis spends ~0.05 us a KB on them); ``None`` when this is not the log that
+        a mirror at *position*, with *tombstones* and *last* (its last record's fingerprint),
+        copies: another epoch or none (reset, lost), or a log that lost writes the mirror
+        saw, told as ``diverged`` in :mod:`._lua` tells a script. Then mirror it afresh."""
+        pipe = self._client.pipeline(transaction=True)
+        pipe.hget(self._names.meta, "epoch")
+        pipe.get(self._names.counter)
+        # from the last tombstone seen: fewer than seen, and the log is not the mirrored one
+        pipe.getrange(self._names.tombstones, max(tombstones - 1, 0) * 8, -1)
+        chunk, slot = divmod(max(position - 1, 0), self.chunk_records)
+        pipe.getrange(self._names.chunk("f", chunk), slot * 8, slot * 8 + 7)  # the mirror's last record
+        epoch, records, new_tombstones, stored_last, *strings = _reading(pipe, ranges).execute()
+        records = int(records or 0)
+        if epoch is None or reply_text(epoch) != self.epoch or records < position:
+            return None
+        if tombstones:
+            if len(new_tombstones) < 8:
+                return None
+            new_tombstones = new_tombstones[8:]
+        if position and len(last) == 8 and len(stored_last) == 8 and stored_last != last:
+            return None  # (a chunk gone with its TTL proves nothing)
+        return records, new_tombstones, strings
 
     def _evalsha(self, source: str, command: bytes) -> Any:
         try:
