@@ -14,11 +14,12 @@ script as one command, the commands a script calls apart, which are left out her
 the script's time holds them; a command under 1 us counts 0). "redis cpu us" is the CPU
 time of Redis' main thread meanwhile (``INFO cpu``, less what two INFO calls cost with
 nothing between them), which also counts reading the commands and writing the replies;
-"worst" is the most of a single check, "scripts" how many scripts ran, "wall us" the
-check's time as the worker sees it; the others are means of --repeat checks. Redis serves
-no one else while it runs a command, a script or a transaction, so this is what one
-worker's check costs the whole fleet. (Redis' own periodic work, ~10 times a second, falls
-into a check's CPU now and then.)
+"median" and "worst" are those of a single check's Redis time, "worst cpu" the most of its
+CPU, "scripts" how many scripts ran, "wall us" the check's time as the worker sees it (its
+mirror's update included); the others are means of --repeat checks. Redis serves no one
+else while it runs a command, a script or a transaction, so this is what one worker's
+check costs the whole fleet. (Redis' own periodic work, ~10 times a second, falls into a
+check's CPU now and then: often at 10M, whose checks far behind take the worker ~0.5 s.)
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ def run(redis_url: str, size: int, behinds: list[int], repeat: int) -> list[dict
             runs = [one_check(crawler, other, client, behind, 1000 * behind + n, idle_us) for n in range(repeat)]
             redis_us, cpu_us, scripts, wall_us = (statistics.mean(values) for values in zip(*runs))
             rows.append({"index size": f"{size:,}", "behind": f"{behind:,}", "redis us": f"{redis_us:.0f}",
+                         "median": f"{statistics.median(run[0] for run in runs):.0f}",
                          "worst": f"{max(run[0] for run in runs):.0f}", "redis cpu us": f"{cpu_us:.0f}",
                          "worst cpu": f"{max(run[1] for run in runs):.0f}", "scripts": f"{scripts:.1f}",
                          "wall us": f"{wall_us:.0f}"})

@@ -6,8 +6,10 @@ shingles (:mod:`._lua`); every worker mirrors the fingerprints in memory
 Lua script, one round trip, atomic on the server (:mod:`._lua_check`): it confirms the
 mirror's candidates (live, and alike as :meth:`SimhashIndex.confirm` tells: exactly for
 two short pages, else by their sketches), scans the few records other workers appended
-since, and appends the record when nothing was confirmed. Of two workers that meet
-near-duplicates at the same moment, exactly one keeps its page.
+since (at most 64: a worker that expects more reads them first as plain strings, and one
+further behind than it expected is told so at once, :mod:`._session`), and appends the
+record when nothing was confirmed. Of two workers that meet near-duplicates at the same
+moment, exactly one keeps its page.
 
 TTL (*ttl* seconds, fixed when a namespace is created): a record stops matching ``ttl``
 seconds after it was stored (Redis' clock, to the second), so a near-duplicate is admitted
