@@ -1,22 +1,19 @@
 """Calling the log scripts of one namespace (:mod:`._lua`) with the namespace's meta.
 
-The scripts run on connections this object holds (taken once from the client's pool):
-``EVALSHA`` sent and read directly costs ~45 us a call where redis-py's command path
-(pool, retries, observability hooks) costs ~110 us, more than the script itself. The
-part of a call that is the same every time (script, keys, the namespace's meta) is
-put in Redis' wire format (RESP) once, at :meth:`LogScripts.adopt`.
+Every call goes through redis-py's own command path: its :class:`~redis.commands.core.Script`
+objects (``EVALSHA``, the script loaded again if Redis lost it), the client's thread-safe
+connection pool and its :class:`~redis.retry.Retry` (see :func:`._client.connect`). A call
+costs the crawler ~20 us of CPU more than the wire format written by hand did; measured
+with benchmarks/bench_redis.py, that is within the run-to-run noise of a check's wall time
+(see README, "Many crawlers, one index").
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
-from collections.abc import Iterable
 from typing import Any
 
 import redis
 from redis.client import Pipeline
-from redis.connection import Connection
 
 from ._client import is_no_meta, safe_url
 from ._layout import Names, check_meta, parse_meta, reply_text
@@ -33,12 +30,6 @@ class LogScripts:
         self._where = f"Redis namespace {names.prefix!r} at {safe_url(url)}"
         self._scripts = {source: client.register_script(source)
                          for source in (CHECK, ADD, SYNC, REMOVE, REMOVE_KEY, KEYS_OF, ENSURE_META)}
-        self._pool = client.connection_pool
-        # Shared by every namespace on the pool (a crawl's hosts with SIMHASH_SCOPE="domain"):
-        # as many connections as calls at once, not one per namespace.
-        self._idle = _idle_connections(self._pool)
-        # source -> (arguments, their RESP): EVALSHA, sha, keys, epoch, prefix, chunk size, TTL
-        self._heads: dict[str, tuple[int, bytes]] = {}
         self.epoch = self.signature = ""
         self.chunk_records = 0
         self._common_args: list[Any] = []  # ARGV[1..4] of every script: epoch, prefix, chunk size, TTL
@@ -58,19 +49,13 @@ class LogScripts:
         self.signature = meta["signature"]  # the first worker's fingerprint options
         self.chunk_records = int(meta["chunk_records"])
         self.epoch = meta["epoch"]
-        keys = self._names.script_keys
         self._common_args = [self.epoch, self._names.prefix, self.chunk_records, int(self.ttl or 0)]
-        common = [*keys, *self._common_args]
-        self._heads = {source: (3 + len(common), resp(["EVALSHA", script.sha, len(keys), *common]))
-                       for source, script in self._scripts.items()}
 
     def call(self, source: str, args: list[Any]) -> list[Any] | None:
         """Run a log script; ``None`` when the namespace is not the adopted one any more
         (reset, or lost in a restart: adopt it again)."""
-        count, head = self._heads[source]
-        command = b"*%d\r\n%b%b" % (count + len(args), head, resp(args))
         try:
-            reply = self._evalsha(source, command)
+            reply = self._scripts[source](keys=self._names.script_keys, args=[*self._common_args, *args])
         except redis.ResponseError as exc:
             if not is_no_meta(exc):
                 raise
@@ -120,58 +105,9 @@ class LogScripts:
             return None  # (a chunk gone with its TTL proves nothing)
         return records, new_tombstones, strings
 
-    def _evalsha(self, source: str, command: bytes) -> Any:
-        try:
-            connection = self._idle.pop()  # (not "if self._idle": another thread may take it between)
-        except IndexError:
-            connection = self._pool.get_connection()
-        try:
-            return self._run(connection, source, command)
-        finally:
-            self._idle.append(connection)
-
-    def _run(self, connection: Connection, source: str, command: bytes) -> Any:
-        """Send the packed EVALSHA *command*, loading the script if Redis lost it; once
-        more on a fresh connection if this one broke (as the client's own retry does;
-        not after a timeout: the script may have run)."""
-        try:
-            connection.send_packed_command([command])
-            return connection.read_response()
-        except redis.exceptions.NoScriptError:
-            connection.send_command("SCRIPT", "LOAD", source)
-            connection.read_response()
-        except redis.ConnectionError:
-            connection.disconnect()
-        connection.send_packed_command([command])
-        return connection.read_response()
-
-
-#: Each pool's connections taken for scripts and idle now; list.pop and append are atomic,
-#: so threads share them safely.
-_IDLE: weakref.WeakKeyDictionary[Any, list[Connection]] = weakref.WeakKeyDictionary()
-_IDLE_LOCK = threading.Lock()
-
-
-def _idle_connections(pool: Any) -> list[Connection]:
-    with _IDLE_LOCK:
-        return _IDLE.setdefault(pool, [])
-
 
 def _reading(pipe: Pipeline, ranges: list[tuple[str, int]]) -> Pipeline:
     for name, offset in ranges:
         pipe.getrange(name, offset, -1)
     return pipe
 
-
-def resp(args: Iterable[Any]) -> bytes:
-    """Arguments of a command in Redis' wire format (RESP), as redis-py encodes them:
-    bytes as they are, anything else as its ``str`` in UTF-8.
-
-    >>> resp(["GET", b"k", 3])
-    b'$3\\r\\nGET\\r\\n$1\\r\\nk\\r\\n$1\\r\\n3\\r\\n'
-    """
-    parts = []
-    for arg in args:
-        data = arg if isinstance(arg, bytes) else str(arg).encode()
-        parts.append(b"$%d\r\n%b\r\n" % (len(data), data))
-    return b"".join(parts)
