@@ -135,16 +135,23 @@ local function behind() return {'behind', N} end
 
 -- Whether a worker's copy of the log is not this log any more: Redis lost writes it had
 -- seen (a restart from an older snapshot, a promoted replica, a restored backup). Its
--- state: position (records it holds), tombstones seen, and the fingerprint of its last
--- record (8 bytes; empty: none, or not to check). Then it must mirror the log afresh.
+-- state: position (records it holds), tombstones seen, and *last*: the fingerprint of
+-- its last record (8 bytes; none: no record, or not to check), then, when it has seen
+-- tombstones, the last of them (8 bytes: a lost removal replaced by another one leaves
+-- as many tombstones, not the same). Then it must mirror the log afresh.
 -- Else NEW_TOMBSTONES holds the tombstones it has not seen (read from its last one on:
 -- one call tells both).
 local NEW_TOMBSTONES = ''
-local function diverged(position, tombstones_seen, last8)
+local function diverged(position, tombstones_seen, last)
   if position > N then return true end
   local tombs = redis.call('GETRANGE', TOMBS, math.max(tombstones_seen - 1, 0) * 8, -1)
+  local last8 = last
   if tombstones_seen > 0 then
     if #tombs < 8 then return true end
+    if #last >= 8 then
+      if string.sub(tombs, 1, 8) ~= string.sub(last, -8) then return true end
+      last8 = string.sub(last, 1, -9)
+    end
     tombs = string.sub(tombs, 9)
   end
   NEW_TOMBSTONES = tombs
@@ -223,6 +230,16 @@ end
 -- mirror has not seen, whose key CRCs are tail_crcs) with CRC crc4. Returns the removed seqs.
 local function remove_key_records(key, crc4, seqs, tail_crcs, first)
   return tombstone(find_records(tail_crcs, crc4, 4, first, seqs), key)
+end
+
+-- The reply of a removal: {'removed', the tombstones after the mirror's first
+-- tombstones_seen (its own new ones included: it counts them as it counts any, so a
+-- removal Redis loses later is noticed by diverged), seq, ...}.
+local function removed(seqs, tombstones_seen)
+  local tombs = #seqs > 0 and tombstones_since(tombstones_seen) or NEW_TOMBSTONES
+  local reply = {'removed', tombs}
+  for _, seq in ipairs(seqs) do reply[#reply + 1] = seq end
+  return reply
 end"""
 
 _PRELUDE = _PRELUDE.replace("SKETCH_BYTES", str(SKETCH_BYTES))

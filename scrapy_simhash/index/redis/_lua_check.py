@@ -29,8 +29,8 @@ from __future__ import annotations
 # [9] the key; [10] the query's sketch (32 bytes, zeros: none; then a short page's
 # shingles); [11] the most bits two sketches may differ in; [12] the least common
 # shingles of two short pages, in thousandths of their union; [13] the mirror's position
-# (records it holds); [14] tombstones it holds; [15] its last record's fingerprint (see
-# diverged); [16] the longest tail scanned here (longer: 'behind', the client catches up
+# (records it holds); [14] tombstones it holds; [15] its last record's fingerprint and
+# tombstone (see diverged); [16] the longest tail scanned here (longer: 'behind', the client catches up
 # first); [17] the key's CRC (4 bytes); [18] how many of the mirror's records have it,
 # m; [19 .. 18 + m] those records; [19 + m ...] the mirror's candidates. Reply:
 # {'behind', records} (CHECK_EARLY), {'reload'}, or

@@ -50,6 +50,7 @@ class LogMirror:
         """Forget everything (the namespace was reset or recreated)."""
         self.generation += 1
         self.tombstones_seen = 0
+        self._last_tombstone = b""  # the last one seen (8 bytes): see state()
         self.removed: set[int] = set()
         self._restart_at(0)
 
@@ -60,8 +61,9 @@ class LogMirror:
 
     def state(self) -> list[int | bytes]:
         """What the scripts check this copy against (``diverged`` in :mod:`._lua`):
-        its position, the tombstones it has seen, its last record's fingerprint."""
-        return [self.position, self.tombstones_seen, self._last_fingerprint()]
+        its position, the tombstones it has seen, its last record's fingerprint and last
+        tombstone (:func:`~._layout.split_last`)."""
+        return [self.position, self.tombstones_seen, self._last_fingerprint() + self._last_tombstone]
 
     def _last_fingerprint(self) -> bytes:
         return pack(self.fingerprint_of(self.position - 1)) if self.position > self.first_seq else b""
@@ -123,7 +125,8 @@ class LogMirror:
         pieces: list[npt.NDArray[np.uint64]] = []
         crc_pieces: list[npt.NDArray[np.uint32]] = []
         while True:
-            records, first, fingerprints, key_crcs, tombstones = read(position, self.tombstones_seen, last)
+            records, first, fingerprints, key_crcs, tombstones = read(
+                position, self.tombstones_seen, last + self._last_tombstone)
             self.add_tombstones(self.tombstones_seen, unpack_fingerprints(tombstones))
             if int(first) != position:  # expired chunks skipped
                 start, pieces, crc_pieces = int(first), [], []
@@ -155,9 +158,9 @@ class LogMirror:
 
     def forget_expired(self, read: Callable[[int, int, bytes, int], list[Any]]) -> int:
         """Forget the records of expired chunks (see :meth:`forget_before`), as the sync
-        script, ``read(first record, tombstones seen, no fingerprint to check, 0 records)``,
+        script, ``read(first record, tombstones seen, the last of them, 0 records)``,
         finds them: it answers with the first record whose chunk is left (chunks expire in order)."""
-        _, first, _, _, tombstones = read(self.first_seq, self.tombstones_seen, b"", 0)
+        _, first, _, _, tombstones = read(self.first_seq, self.tombstones_seen, self._last_tombstone, 0)
         self.add_tombstones(self.tombstones_seen, unpack_fingerprints(tombstones))
         return self.forget_before(int(first))
 
@@ -187,6 +190,8 @@ class LogMirror:
         new = seqs[max(0, self.tombstones_seen - first) :]
         self.removed.update(new.tolist())
         self.tombstones_seen += len(new)
+        if len(new):
+            self._last_tombstone = pack(int(new[-1]))
 
     def candidates(self, fingerprint: int, wildcard: int) -> dict[int, int]:
         """``{seq: full distance}`` of the mirrored, not removed, records that match."""

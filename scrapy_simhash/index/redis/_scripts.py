@@ -16,7 +16,7 @@ import redis
 from redis.client import Pipeline
 
 from ._client import is_no_meta, safe_url
-from ._layout import Names, check_meta, parse_meta, reply_text
+from ._layout import Names, check_meta, parse_meta, reply_text, split_last
 from ._lua import ADD, CHECK, KEYS_OF, REMOVE, REMOVE_KEY, SYNC
 from ._lua_log import ENSURE_META
 
@@ -83,8 +83,8 @@ class LogScripts:
         """The log's records, the tombstones after the first *tombstones*, and *ranges*
         (``GETRANGE name offset -1``), read as plain strings in one ``MULTI``/``EXEC`` (no
         script: Redis spends ~0.05 us a KB on them); ``None`` when this is not the log that
-        a mirror at *position*, with *tombstones* and *last* (its last record's fingerprint),
-        copies: another epoch or none (reset, lost), or a log that lost writes the mirror
+        a mirror at *position*, with *tombstones* and *last* (its last record's fingerprint and
+        tombstone, :func:`split_last`), copies: another epoch or none (reset, lost), or a log that lost writes the mirror
         saw, told as ``diverged`` in :mod:`._lua` tells a script. Then mirror it afresh."""
         pipe = self._client.pipeline(transaction=True)
         pipe.hget(self._names.meta, "epoch")
@@ -94,11 +94,11 @@ class LogScripts:
         chunk, slot = divmod(max(position - 1, 0), self.chunk_records)
         pipe.getrange(self._names.chunk("f", chunk), slot * 8, slot * 8 + 7)  # the mirror's last record
         epoch, records, new_tombstones, stored_last, *strings = _reading(pipe, ranges).execute()
-        records = int(records or 0)
+        records, (last, last_tombstone) = int(records or 0), split_last(last, tombstones)
         if epoch is None or reply_text(epoch) != self.epoch or records < position:
             return None
         if tombstones:
-            if len(new_tombstones) < 8:
+            if len(new_tombstones) < 8 or (last_tombstone and new_tombstones[:8] != last_tombstone):
                 return None
             new_tombstones = new_tombstones[8:]
         if position and len(last) == 8 and len(stored_last) == 8 and stored_last != last:
