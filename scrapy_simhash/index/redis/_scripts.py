@@ -2,11 +2,11 @@
 
 Every call goes through redis-py's own command path: its :class:`~redis.commands.core.Script`
 objects (``EVALSHA``, the script loaded again if Redis lost it), the client's thread-safe
-connection pool and its :class:`~redis.retry.Retry` (see :func:`._client.connect`), and so
-its Sentinel and TLS support. That path costs the crawler ~30-45 us of CPU a call more than
-the wire format written by hand did (~18 us); a check, 60-90 us more (measured with
-benchmarks/bench_redis.py, see README "Many crawlers, one index"): small beside the ~1 ms
-of CPU a page costs the plugin, and Redis' time is the same.
+connection pool and its :class:`~redis.retry.Retry` (see :func:`._client.connect`), whatever
+client is given (TLS, a Sentinel's master). That path costs the crawler 16-29 us of CPU a
+call more than the wire format written by hand did (15-17 us; bench_redis_calls.py), a
+check ~0.1 ms more (bench_redis.py; README, "Many crawlers, one index"): small beside the
+~1.1 ms of CPU a page costs the plugin, and Redis' time is the same.
 """
 
 from __future__ import annotations
