@@ -8,6 +8,7 @@ the log grew by 16 records or more between its checks: :class:`BacklogForecast`)
 from __future__ import annotations
 
 import random
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -147,3 +148,37 @@ def test_the_backlog_forecast_follows_the_log_s_growth(monkeypatch: pytest.Monke
     forecast.observe(1600)  # 400 a second again: (200 + 400) / 2
     now[0] += 0.5
     assert forecast.expected() == 150
+
+
+def test_the_forecast_leaves_the_worker_s_own_records_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [100.0]
+    monkeypatch.setattr(_session.time, "monotonic", lambda: now[0])
+    forecast = _session.BacklogForecast()
+    for _ in range(30):  # a burst of checks, each storing its page: no one else writes
+        forecast.stored(1)
+        forecast.observe(forecast._own)
+        now[0] += 0.001
+    now[0] += 0.05  # a pause, as a crawl's checks have
+    assert forecast.expected() == 0
+
+
+def test_a_lone_worker_s_bursts_of_checks_read_nothing_ahead(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bursts of checks, each storing its page, then pauses: no other worker wrote, so no
+    check reads ahead (each read ahead after a pause before its own records were left out)."""
+    reads: list[int] = []
+    read_log = LogScripts.read_log
+
+    def spy(self: LogScripts, *args: Any) -> Any:
+        reads.append(args[0])
+        return read_log(self, *args)
+
+    monkeypatch.setattr(LogScripts, "read_log", spy)
+    rng = random.Random(10)
+    with RedisIndex(redis_url, namespace="lone") as index:
+        index.add_many(random_records(100, seed=9))
+        reads.clear()  # (opening read the log)
+        for _ in range(5):
+            for _ in range(30):
+                assert index.replace_if_new(rng.getrandbits(64), f"page-{rng.getrandbits(40)}").match is None
+            time.sleep(0.05)
+    assert reads == []

@@ -238,6 +238,8 @@ class RedisIndex(SimhashIndex):
                         return [], int(reply[5])
                     raise Retry
                 applied = mirror.apply_check(position, tombstones, fingerprint, crc, reply)
+                if reply_text(reply[0]) == "stored":
+                    self._log.backlog.stored(1)
                 self._log.backlog.observe(mirror.position)
                 return applied
 
@@ -256,6 +258,7 @@ class RedisIndex(SimhashIndex):
 
         def attempt() -> None:
             first = int(self._log.call(ADD, args)[1])
+            self._log.backlog.stored(len(fingerprints))
             if first == self._mirror.position:  # nobody else wrote between: no read back
                 self._mirror.extend(first, fingerprints, crcs)
             else:

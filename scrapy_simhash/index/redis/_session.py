@@ -49,18 +49,25 @@ class Retry(Exception):
 
 class BacklogForecast:
     """The records other workers store between two checks of this one, foreseen from how
-    fast the log grew between its last checks (half the last interval's rate, half the
-    earlier forecast's)."""
+    fast the log grew by their records between its last checks (half the last interval's
+    rate, half the earlier forecast's). This worker's own records are left out: counted,
+    a lone crawler's burst of checks then a pause foresaw a backlog, and read ahead for
+    nothing after each pause."""
 
     def __init__(self) -> None:
         self._end, self._at, self._rate = 0, 0.0, 0.0
+        self._own = 0  # records this worker stored itself
+
+    def stored(self, count: int) -> None:
+        """This worker stored *count* records itself (in the log before its next check)."""
+        self._own += count
 
     def observe(self, end: int) -> None:
         """A check saw the log end at record *end*, now."""
-        now = time.monotonic()
+        now, others = time.monotonic(), end - self._own
         if self._at and now > self._at:
-            self._rate = (self._rate + max(end - self._end, 0) / (now - self._at)) / 2
-        self._end, self._at = end, now
+            self._rate = (self._rate + max(others - self._end, 0) / (now - self._at)) / 2
+        self._end, self._at = others, now
 
     def expected(self) -> int:
         """Records the log is expected to have grown by since the last check."""
