@@ -35,8 +35,7 @@ from ...core.sketch import check_sketch
 from .._key_crcs import key_crc
 from ._client import connect, safe_url
 from ._keys import decode_stored_key, encode_stored_key
-from ._layout import (Names, add_batches, encoded_key, new_meta, pack, pack_crc, pack_sketch, reply_text,
-                      unpack_fingerprints)
+from ._layout import Names, add_batches, encoded_key, new_meta, pack, pack_crc, pack_sketch, reply_text
 from ._lua import ADD, CHECK, KEYS_OF, REMOVE, REMOVE_KEY
 from ._mirror import LogMirror
 from ._reader import LogReader
@@ -149,7 +148,7 @@ class RedisIndex(SimhashIndex):
         def attempt() -> int:
             mirror = self._mirror
             same = [seq for seq, distance in mirror.candidates(fingerprint, 0).items() if distance == 0]
-            return self._removed(self._log.call(REMOVE, [*args, *mirror.state(), TAIL_BOUND, *same]))
+            return self._log.remove(REMOVE, [*args, *mirror.state(), TAIL_BOUND, *same])
 
         return self._log.retrying(attempt)
 
@@ -159,8 +158,8 @@ class RedisIndex(SimhashIndex):
 
         def attempt() -> int:
             mirror = self._mirror
-            return self._removed(self._log.call(REMOVE_KEY, [stored, pack_crc(crc), *mirror.state(), TAIL_BOUND,
-                                                             *mirror.key_records(crc)]))
+            return self._log.remove(REMOVE_KEY, [stored, pack_crc(crc), *mirror.state(), TAIL_BOUND,
+                                                 *mirror.key_records(crc)])
 
         return self._log.retrying(attempt)
 
@@ -245,13 +244,6 @@ class RedisIndex(SimhashIndex):
 
         self._log.read_ahead()
         return self._log.retrying(attempt, locked=False)
-
-    def _removed(self, reply: list[Any]) -> int:
-        """Mirror a removal script's reply (under the lock, as the call was made with the
-        mirror's state): the tombstones it had not seen, the new ones included; return
-        how many records the call removed."""
-        self._mirror.add_tombstones(self._mirror.tombstones_seen, unpack_fingerprints(reply[1]))
-        return len(reply) - 2
 
     def _add_batch(self, fingerprints: list[int], crcs: list[int], args: list[bytes]) -> None:
         """Run the add script on one batch (:func:`add_batches`) and mirror it."""

@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from ._client import UnavailableAsIndexError, safe_url
-from ._layout import reply_text
+from ._layout import reply_text, unpack_fingerprints
 from ._lua import SYNC
 from ._mirror import LogMirror
 from ._scripts import LogScripts
@@ -95,6 +95,15 @@ class LogSession:
             self.catch_up(int(reply[1]) - self.mirror.position, fold=False)
             raise Retry
         return reply
+
+    def remove(self, source: str, args: list[Any]) -> int:
+        """Run a removal script, *args* made with the mirror's state under the lock held
+        now, and mirror its reply: the tombstones the mirror had not seen, the new ones
+        included (counted as any, so that Redis losing them is noticed); return how many
+        records it removed."""
+        reply = self.call(source, args)
+        self.mirror.add_tombstones(self.mirror.tombstones_seen, unpack_fingerprints(reply[1]))
+        return len(reply) - 2
 
     def retrying(self, attempt: Callable[[], _T], locked: bool = True) -> _T:
         """*attempt()* (under the lock if *locked*) until it does not raise :class:`Retry`;
