@@ -27,17 +27,16 @@ from __future__ import annotations
 # ARGV[5] 'check' (add_if_new), 'replace' (replace_if_new) or 'query'; [6] the 8-byte
 # fingerprint; [7] the 8 bytes of NOT wildcard (the bits that count); [8] max distance;
 # [9] the key; [10] the query's sketch (32 bytes, zeros: none; then a short page's
-# shingles); [11] the most bits two sketches may differ in; [12] the least common
-# shingles of two short pages, in thousandths of their union; [13] the mirror's position
-# (records it holds); [14] tombstones it holds; [15] its last record's fingerprint and
-# tombstone (see diverged); [16] the longest tail scanned here (longer: 'behind', the client catches up
-# first); [17] the key's CRC (4 bytes); [18] how many of the mirror's records have it,
-# m; [19 .. 18 + m] those records; [19 + m ...] the mirror's candidates. Reply:
-# {'behind', records} (CHECK_EARLY), {'reload'}, or
-# {'stored' | 'found', records, tail fingerprints, tail key CRCs,
-# new tombstones, records of the key replaced, seq, key, a, b, seq, ...} (the confirmed
-# matches; a, b: b shingles in all, a in common, when compared exactly, else b = 0 and
-# a the sketch distance, -1: not compared).
+# shingles); [11] the most bits two sketches may differ in; [12] the least common shingles
+# of two short pages, in thousandths of their union; [13] the mirror's position (records
+# it holds); [14] tombstones it holds; [15] its last record's fingerprint and tombstone
+# (see diverged); [16] the longest tail scanned here (longer: 'behind', the client catches
+# up first); [17] the key's CRC (4 bytes); [18] how many of the mirror's records have it,
+# m; [19 .. 18 + m] those records; [19 + m ...] the mirror's candidates. Reply: {'behind',
+# records} (CHECK_EARLY), {'reload'}, or {'stored' | 'found', records, tail fingerprints,
+# tail key CRCs, new tombstones, records of the key replaced, seq, key, a, b, seq, ...}
+# (the confirmed matches; a, b: b shingles in all, a in common, when compared exactly,
+# else b = 0 and a the sketch distance, -1: not compared).
 _CHECK = """
 local MODE, FP, MASK, K, KEY = ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9]
 local SKETCH, MAX_SKETCH = string.sub(ARGV[10], 1, SKETCH_SIZE), tonumber(ARGV[11])

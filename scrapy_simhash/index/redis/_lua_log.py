@@ -28,9 +28,9 @@ return {'added', first}
 """
 
 # ARGV[5] the mirror's position; [6] its tombstones; [7] its last fingerprint and
-# tombstone (see diverged). Reply: {'synced', records, the first record left, new tombstones}: with a
-# TTL, expired chunks are skipped (chunks expire in order: a binary search finds the first
-# one left). The client reads the records from there in the same transaction
+# tombstone (see diverged). Reply: {'synced', records, the first record left, new
+# tombstones}: with a TTL, expired chunks are skipped (chunks expire in order: a binary
+# search finds the first one left). The client reads the records from there in the same transaction
 # (LogSession.sync): a script's reply would cost Redis ~40x more a KB than plain reads.
 SYNC_BODY = """
 local P, T = tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -49,9 +49,10 @@ return {'synced', N, start, NEW_TOMBSTONES}
 
 # ARGV[5] the 8-byte fingerprint; [6] '1' to remove only the records whose key is
 # ARGV[7], '0' for all; [8..10] the mirror's position, tombstones and last fingerprint
-# and tombstone (see diverged); [11] the longest tail scanned here; [12...] the mirrored records with
-# this fingerprint. Reply: {'removed', tombstones, seq, ...} or {'behind', records} (see
-# behind); tombstones: those the mirror has not seen, the new ones included (see removed).
+# and tombstone (see diverged); [11] the longest tail scanned here; [12...] the mirrored
+# records with this fingerprint. Reply: {'removed', tombstones, seq, ...} or {'behind',
+# records} (see behind); tombstones: those the mirror has not seen, the new ones included
+# (see removed).
 REMOVE_BODY = """
 local FP, ONE, KEY, P, BOUND = ARGV[5], ARGV[6] == '1', ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[11])
 if diverged(P, tonumber(ARGV[9]), ARGV[10]) then return {'reload'} end
@@ -63,8 +64,8 @@ return removed(tombstone(seqs, ONE and KEY or nil), tonumber(ARGV[9]))
 """
 
 # ARGV[5] the key; [6] its CRC (4 bytes); [7..9] the mirror's position, tombstones and
-# last fingerprint and tombstone (see diverged); [10] the longest tail scanned here; [11...] the
-# mirror's records with that CRC. Reply: as REMOVE's.
+# last fingerprint and tombstone (see diverged); [10] the longest tail scanned here;
+# [11...] the mirror's records with that CRC. Reply: as REMOVE's.
 REMOVE_KEY_BODY = """
 local KEY, CRC, P, BOUND = ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[10])
 if diverged(P, tonumber(ARGV[8]), ARGV[9]) then return {'reload'} end
