@@ -88,9 +88,10 @@ class NearDuplicateChecker:
     def spider_closed(self) -> None:
         self._checked.close()
         try:
-            self._stats_set("index_size/close", sum(len(index) for index in self._indexes.opened))
-        except IndexUnavailableError as exc:
-            self._index_error(exc)
+            if not self._outage.pause:  # (a failing index is left alone: a hung one costs a timeout more)
+                self._stats_set("index_size/close", sum(len(index) for index in self._indexes.opened))
+        except IndexUnavailableError:
+            pass  # no size then; closing, no request to fail (index_error counts pages: see README)
         finally:
             self._indexes.close()
 

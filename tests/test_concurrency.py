@@ -159,3 +159,41 @@ def test_crawlers_sharing_redis_keep_each_page_once(shared_url: str, demo_url: s
     # each page reaches the items once in total: another crawler's pages are unchanged
     items = sum(int(found.group(1)) for log in logs if (found := _ITEMS_STAT.search(log)))
     assert items == alone + CRAWLERS * unchecked
+
+
+THREADS = 8
+
+
+def test_eight_threads_on_one_client_keep_one_each_and_raise_nothing_else(redis_url: str) -> None:
+    """8 threads check through two namespaces that share one client and its pool (as a
+    crawl's hosts do with ``SIMHASH_SCOPE = "domain"``) while another worker keeps storing
+    pages, so that checks also read ahead and catch up: the connections are redis-py's
+    pool's, nothing but a verdict comes back (the hand-driven connections of earlier
+    versions raised ``IndexError`` here), and each group is kept once per namespace."""
+    from scrapy_simhash.index.redis import RedisIndex
+    from scrapy_simhash.index.redis._client import connect
+
+    variants = near_duplicate_clusters(seed=2, clusters=60)
+    client = connect(redis_url)
+    hosts = [RedisIndex(redis_url, expected_size=10000, namespace=f"host-{n}", client=client) for n in range(2)]
+    other = RedisIndex(redis_url, expected_size=10000, namespace="host-0")
+    rng = random.Random(3)
+    noise = [(rng.getrandbits(64), f"noise/{n}") for n in range(4000)]
+
+    def offer(seed: int) -> list[tuple[int, str]]:
+        order = random.Random(seed).sample([(n, v) for n in range(2) for v in variants], 2 * len(variants))
+        return [(n, key) for n, (fp, key, sketch) in order if hosts[n].add_if_new(fp, key, sketch=sketch) is None]
+
+    try:
+        with ThreadPoolExecutor(THREADS + 1) as pool:
+            writes = pool.submit(lambda: [other.add_many(noise[i : i + 40]) for i in range(0, len(noise), 40)])
+            kept = [pair for pairs in pool.map(offer, range(THREADS)) for pair in pairs]
+            writes.result()
+        for n, host in enumerate(hosts):
+            assert kept_groups([key for m, key in kept if m == n]) == all_groups(60)
+            assert sorted(key for _, key in host.items() if not key.startswith("noise/")) == sorted(
+                key for m, key in kept if m == n)
+    finally:
+        for index in (*hosts, other):
+            index.close()
+        client.close()

@@ -94,11 +94,13 @@ def test_every_scope_finds_the_same_copies(demo_url: str, scope: str) -> None:
     assert {frozenset({local_url(d.url), local_url(d.duplicate_of)}) for d in drops} == DEMO_NEAR_DUPLICATES
 
 
-def test_a_hosts_disk_index_opens_off_the_reactor(
-    demo_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("store", ["disk", "redis"])
+def test_a_hosts_index_opens_off_the_reactor(
+    demo_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, store: str
 ) -> None:
-    """SIMHASH_SCOPE = "domain" on a disk store: a host's index reads the store when its
-    first page comes, in a worker thread, while the reactor thread checks other pages."""
+    """SIMHASH_SCOPE = "domain" on a disk store or Redis: a host's index reads the store
+    (its namespace's log) when its first page comes, in a worker thread, while the reactor
+    thread checks other pages."""
     opened_in: list[str] = []
     open_index = ComponentIndexes._open_index
 
@@ -107,7 +109,8 @@ def test_a_hosts_disk_index_opens_off_the_reactor(
         return open_index(self, namespace, host)
 
     monkeypatch.setattr(ComponentIndexes, "_open_index", recording)
-    settings = {"SIMHASH_SCOPE": "domain", "SIMHASH_INDEX": str(tmp_path / "store")}
+    index = str(tmp_path / "store") if store == "disk" else request.getfixturevalue("redis_url")
+    settings = {"SIMHASH_SCOPE": "domain", "SIMHASH_INDEX": index, "SIMHASH_NAMESPACE": f"off-reactor-{tmp_path.name}"}
     crawler = crawl(RecordingSpider, settings, start_url=demo_url)
     drops = crawler.spider.dropped_pages
     assert {frozenset({local_url(d.url), local_url(d.duplicate_of)}) for d in drops} == DEMO_NEAR_DUPLICATES

@@ -83,6 +83,27 @@ def test_a_crawl_killed_with_sigkill_loses_nothing_and_resumes(corpus_sample: Co
     assert _stored_keys(killed) == _stored_keys(clean)
 
 
+def _crawl_signalling_redis(
+    url: str, server: RedisServer, at: dict[int, signal.Signals], **settings: Any
+) -> tuple[Any, list[str]]:
+    """The demo crawl on *server*, which is sent ``at[n]`` once n responses came (SIGSTOP:
+    it hangs, its connections open; SIGCONT: it answers again), and let go on at the end;
+    the crawler, and the URLs fetched in order."""
+    fetched: list[str] = []
+
+    def on_response(response: Any, request: Any, spider: Any) -> None:
+        fetched.append(response.url)
+        if len(fetched) in at:
+            os.kill(server.pid, at[len(fetched)])
+
+    try:
+        crawler = crawl(RecordingSpider, {"SIMHASH_INDEX": server.url, **settings},
+                        handlers={signals.response_downloaded: on_response}, start_url=url)
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+    return crawler, fetched
+
+
 def test_redis_stopped_mid_crawl_keeps_pages_then_recovers(
     demo_url: str, own_redis_server: RedisServer, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -124,19 +145,8 @@ def test_a_hung_redis_costs_one_timeout_per_pause_not_one_per_page(
     """Redis stops answering (SIGSTOP: connections open, no replies) after 2 pages: the
     first check waits out the socket timeout, the pages after it are kept unchecked at
     once, without asking Redis, and the crawl finishes."""
-    fetched: list[str] = []
-
-    def hang(response: Any, request: Any, spider: Any) -> None:
-        fetched.append(response.url)
-        if len(fetched) == 2:
-            os.kill(own_redis_server.pid, signal.SIGSTOP)
-
     caplog.set_level(logging.INFO, logger="scrapy_simhash")
-    try:
-        crawler = crawl(RecordingSpider, {"SIMHASH_INDEX": own_redis_server.url},
-                        handlers={signals.response_downloaded: hang}, start_url=demo_url)
-    finally:
-        os.kill(own_redis_server.pid, signal.SIGCONT)
+    crawler, fetched = _crawl_signalling_redis(demo_url, own_redis_server, {2: signal.SIGSTOP})
     stats = crawler.stats.get_stats()
     assert stats["finish_reason"] == "finished"
     waited = stats["simhash/index_error"] - stats.get("simhash/index_error/skipped", 0)
@@ -145,6 +155,42 @@ def test_a_hung_redis_costs_one_timeout_per_pause_not_one_per_page(
     assert 1 <= waited <= 3 and stats["simhash/index_error/skipped"] >= 5
     assert "Timeout" in caplog.text or "timed out" in caplog.text
     assert len(crawler.spider.items) == len(fetched) - 2  # every page reached its callback (robots.txt aside)
+
+
+def test_a_hung_redis_with_fail_fails_the_pages_without_waiting_each(
+    demo_url: str, own_redis_server: RedisServer
+) -> None:
+    """``SIMHASH_ON_INDEX_ERROR = "fail"``: Redis hangs after 4 responses; the first check
+    waits out the socket timeout and fails its request, the pages after it fail at once
+    (not asked for the pause), and the crawl finishes."""
+    crawler, _ = _crawl_signalling_redis(demo_url, own_redis_server, {4: signal.SIGSTOP},
+                                         SIMHASH_ON_INDEX_ERROR="fail")
+    stats = crawler.stats.get_stats()
+    assert stats["finish_reason"] == "finished"
+    skipped = stats.get("simhash/index_error/skipped", 0)
+    assert 1 <= stats["simhash/index_error"] - skipped <= 3 and skipped >= 3  # waited, failed at once
+    failed = [exc for exc in crawler.spider.dropped_pages if "SIMHASH_ON_INDEX_ERROR" in str(exc)]
+    assert len(failed) == stats["simhash/index_error"]
+    assert len(crawler.spider.items) <= 3  # the pages checked before the hang (robots.txt aside)
+
+
+def test_a_hung_redis_that_answers_again_is_used_again(
+    demo_url: str, own_redis_server: RedisServer, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis hangs (SIGSTOP) after 2 responses and answers again (SIGCONT) at the next
+    one: one check waits out the timeout and keeps its page, the next asks Redis again,
+    an INFO line says the index is back, and near-duplicates are dropped again."""
+    monkeypatch.setattr(_outage, "FIRST_PAUSE", 0.0)  # (the demo crawl is shorter than the first pause)
+    caplog.set_level(logging.INFO, logger="scrapy_simhash")
+    crawler, fetched = _crawl_signalling_redis(demo_url, own_redis_server, {2: signal.SIGSTOP, 3: signal.SIGCONT})
+    stats = crawler.stats.get_stats()
+    assert stats["finish_reason"] == "finished"
+    assert stats["simhash/index_error"] == 1
+    messages = [(record.levelno, record.getMessage()) for record in caplog.records]
+    assert len([text for level, text in messages if level == logging.WARNING and "index unavailable" in text]) == 1
+    assert any("available again, after 1 failed checks" in text for _, text in messages)
+    drops = crawler.spider.dropped_pages
+    assert drops and all(drop.url in fetched[2:] for drop in drops)
 
 
 def test_checks_queued_for_a_thread_behind_a_hung_redis_do_not_ask_it_in_turn(

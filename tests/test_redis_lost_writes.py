@@ -142,3 +142,31 @@ def test_a_replica_promoted_before_it_had_the_last_writes(primary_and_replica: t
             assert_answers_from_what_redis_holds(crawler)
     finally:
         failover.close()
+
+
+@pytest.mark.parametrize("read_ahead", [False, True], ids=["by the check script", "by plain reads"])
+def test_a_lost_removal_replaced_by_another(
+    own_redis_server: RedisServer, read_ahead: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis loses a removal the crawler made, then another crawler removes another page:
+    as many removals as the crawler saw, but not the same ones. The crawler notices (the
+    last removal it saw is compared too), finds the page whose removal was lost, and
+    learns of the other removal."""
+    from scrapy_simhash.index.redis import _session
+
+    server = own_redis_server
+    if read_ahead:  # every check reads the log's end first (plain reads, not the script)
+        monkeypatch.setattr(_session.BacklogForecast, "expected", lambda self: _session._READ_AHEAD_AT)
+    with RedisIndex(server.url, namespace="lost") as crawler:
+        crawler.add_many(A_PAGES)
+        with redis.Redis.from_url(server.url) as client:
+            client.save()  # the snapshot: 50 pages, no removal
+        assert crawler.remove_key(A_PAGES[3][1]) == 1
+        server.stop()
+        server.start()  # a-3's removal lost
+        with RedisIndex(server.url, namespace="lost") as other:
+            assert other.remove_key(A_PAGES[5][1]) == 1
+        assert crawler.replace_if_new(A_PAGES[3][0] ^ 1, "https://a.example/copy").match.key == A_PAGES[3][1]
+        assert [m.key for m in crawler.query(A_PAGES[3][0])] == [A_PAGES[3][1]]
+        assert crawler.query(A_PAGES[5][0]) == []
+        assert crawler.describe()["removed_records"] == 1

@@ -6,8 +6,10 @@ shingles (:mod:`._lua`); every worker mirrors the fingerprints in memory
 Lua script, one round trip, atomic on the server (:mod:`._lua_check`): it confirms the
 mirror's candidates (live, and alike as :meth:`SimhashIndex.confirm` tells: exactly for
 two short pages, else by their sketches), scans the few records other workers appended
-since, and appends the record when nothing was confirmed. Of two workers that meet
-near-duplicates at the same moment, exactly one keeps its page.
+since (at most 64: a worker that expects more reads them first as plain strings, and one
+further behind than it expected is told so at once, :mod:`._session`), and appends the
+record when nothing was confirmed. Of two workers that meet near-duplicates at the same
+moment, exactly one keeps its page.
 
 TTL (*ttl* seconds, fixed when a namespace is created): a record stops matching ``ttl``
 seconds after it was stored (Redis' clock, to the second), so a near-duplicate is admitted
@@ -38,13 +40,9 @@ from ._lua import ADD, CHECK, KEYS_OF, REMOVE, REMOVE_KEY
 from ._mirror import LogMirror
 from ._reader import LogReader
 from ._scripts import LogScripts
-from ._session import LogSession, Retry
+from ._session import TAIL_BOUND, LogSession, Retry
 from ..base import DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, SimhashIndexError, Verdict
 
-# Longest tail of unseen records the check script scans (~1 us each in Lua: 128 keep a
-# check under ~250 us of Redis time); a worker further behind catches up first, by plain
-# reads of the log's chunks, ~0.05 us a record (:meth:`LogSession.catch_up`).
-_TAIL_BOUND = 128
 _ADD_BATCH = 1000
 # With a TTL, expired records leave a worker's copy every ttl / 4 seconds, at most
 # once a minute (each time the copy is indexed afresh: ~0.2 s a million records).
@@ -150,9 +148,7 @@ class RedisIndex(SimhashIndex):
         def attempt() -> int:
             mirror = self._mirror
             same = [seq for seq, distance in mirror.candidates(fingerprint, 0).items() if distance == 0]
-            reply = self._log.call(REMOVE, [*args, *mirror.state(), _TAIL_BOUND, *same])
-            mirror.removed.update(int(seq) for seq in reply[1:])
-            return len(reply) - 1
+            return self._log.remove(REMOVE, [*args, *mirror.state(), TAIL_BOUND, *same])
 
         return self._log.retrying(attempt)
 
@@ -162,10 +158,8 @@ class RedisIndex(SimhashIndex):
 
         def attempt() -> int:
             mirror = self._mirror
-            reply = self._log.call(REMOVE_KEY, [stored, pack_crc(crc), *mirror.state(), _TAIL_BOUND,
-                                                *mirror.key_records(crc)])
-            mirror.removed.update(int(seq) for seq in reply[1:])
-            return len(reply) - 1
+            return self._log.remove(REMOVE_KEY, [stored, pack_crc(crc), *mirror.state(), TAIL_BOUND,
+                                                 *mirror.key_records(crc)])
 
         return self._log.retrying(attempt)
 
@@ -235,15 +229,20 @@ class RedisIndex(SimhashIndex):
                 position, tombstones, last = mirror.state()
                 candidates = mirror.candidates(fingerprint, wildcard)
                 key_records = mirror.key_records(crc) if mode == "replace" else []
-            reply = self._log.call(CHECK, [*args, position, tombstones, last, _TAIL_BOUND, pack_crc(crc),
+            reply = self._log.call(CHECK, [*args, position, tombstones, last, TAIL_BOUND, pack_crc(crc),
                                            len(key_records), *key_records, *candidates])
             with self._log.lock:
                 if mirror.generation != generation:  # mirrored afresh meanwhile: seqs are stale
                     if reply_text(reply[0]) == "stored":
                         return [], int(reply[5])
                     raise Retry
-                return mirror.apply_check(position, tombstones, fingerprint, crc, reply)
+                applied = mirror.apply_check(position, tombstones, fingerprint, crc, reply)
+                if reply_text(reply[0]) == "stored":
+                    self._log.backlog.stored(1)
+                self._log.backlog.observe(mirror.position)
+                return applied
 
+        self._log.read_ahead()
         return self._log.retrying(attempt, locked=False)
 
     def _add_batch(self, fingerprints: list[int], crcs: list[int], args: list[bytes]) -> None:
@@ -251,6 +250,7 @@ class RedisIndex(SimhashIndex):
 
         def attempt() -> None:
             first = int(self._log.call(ADD, args)[1])
+            self._log.backlog.stored(len(fingerprints))
             if first == self._mirror.position:  # nobody else wrote between: no read back
                 self._mirror.extend(first, fingerprints, crcs)
             else:

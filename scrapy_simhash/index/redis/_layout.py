@@ -116,6 +116,18 @@ def pack(fingerprint: int) -> bytes:
     return fingerprint.to_bytes(8, "big")
 
 
+def split_last(last: bytes, tombstones: int) -> tuple[bytes, bytes]:
+    """A mirror's *last* (``diverged`` in :mod:`._lua`): its last record's fingerprint (8
+    bytes, or none) and, when it has seen *tombstones*, its last tombstone (8 bytes).
+
+    >>> split_last(b"F" * 8 + b"T" * 8, 2), split_last(b"T" * 8, 1), split_last(b"F" * 8, 0)
+    ((b'FFFFFFFF', b'TTTTTTTT'), (b'', b'TTTTTTTT'), (b'FFFFFFFF', b''))
+    """
+    if tombstones and len(last) >= 8:
+        return last[:-8], last[-8:]
+    return last, b""
+
+
 def pack_sketch(sketch: bytes | None) -> bytes:
     """A sketch as the scripts take it: its 32 bytes (:data:`NO_SKETCH` for none), then a
     short page's shingles (:mod:`._lua` stores those in ``P:x<c>``)."""
@@ -166,9 +178,19 @@ class Names:
         return self.prefix + "meta"
 
     @property
+    def counter(self) -> str:
+        """The number of records ever appended."""
+        return self.prefix + "n"
+
+    @property
+    def tombstones(self) -> str:
+        """The removed records' sequence numbers, 8 bytes each."""
+        return self.prefix + "x"
+
+    @property
     def script_keys(self) -> list[str]:
         """KEYS of every log script: meta, record counter, tombstones."""
-        return [self.meta, self.prefix + "n", self.prefix + "x"]
+        return [self.meta, self.counter, self.tombstones]
 
     def chunk(self, kind: str, number: int) -> str:
         return f"{self.prefix}{kind}{number}"

@@ -36,21 +36,25 @@ when the namespace is gone.
 from __future__ import annotations
 
 from ...core.sketch import SKETCH_BYTES
-from ._lua_check import CHECK_BODY
+from ._lua_check import CHECK_BODY, CHECK_EARLY
 from ._lua_log import ADD_BODY, KEYS_BODY, REMOVE_BODY, REMOVE_KEY_BODY, SYNC_BODY
 
-_PRELUDE = """
+_HEAD = """
 local META, COUNTER, TOMBS = KEYS[1], KEYS[2], KEYS[3]
 local EPOCH, PREFIX, CHUNK, TTL = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local meta = redis.call('HMGET', META, 'epoch', 'format')
 local epoch = meta[1]
 if not epoch then return redis.error_reply('SIMHASH_NOMETA') end
 if epoch ~= EPOCH then return {'reload'} end
+local N = tonumber(redis.call('GET', COUNTER) or '0')
+"""
+
+# After a script's early answers (the check's "behind"): what runs before them costs every call.
+_PRELUDE = """
 -- Format "5" (before short pages' shingles): none stored, so that its workers, which
 -- neither read nor delete them, may share it; its short pages are confirmed by sketch.
 local SHINGLES = meta[2] ~= '5'
 if redis.replicate_commands then redis.replicate_commands() end  -- Redis < 7: TIME, then writes
-local N = tonumber(redis.call('GET', COUNTER) or '0')
 local NOW = 0
 if TTL > 0 then NOW = tonumber(redis.call('TIME')[1]) end
 local floor, byte, concat = math.floor, string.byte, table.concat
@@ -125,18 +129,32 @@ local function key_crcs(first, last) return column('h', 4, first, last) end
 local function tombstones_since(count) return redis.call('GETRANGE', TOMBS, count * 8, -1) end
 
 -- The reply to a worker whose copy is more than a script should scan behind the log:
--- where the log ends, and what it is missing of the tombstones, so that it catches up
--- by plain reads of the chunks (LogSession.catch_up), then calls again.
-local function behind(position, tombstones_seen)
-  return {'behind', N, position, tombstones_seen, tombstones_since(tombstones_seen)}
-end
+-- where the log ends, so that it catches up by plain reads of the chunks
+-- (LogSession.catch_up), then calls again.
+local function behind() return {'behind', N} end
 
 -- Whether a worker's copy of the log is not this log any more: Redis lost writes it had
 -- seen (a restart from an older snapshot, a promoted replica, a restored backup). Its
--- state: position (records it holds), tombstones seen, and the fingerprint of its last
--- record (8 bytes; empty: none, or not to check). Then it must mirror the log afresh.
-local function diverged(position, tombstones_seen, last8)
-  if position > N or tombstones_seen * 8 > redis.call('STRLEN', TOMBS) then return true end
+-- state: position (records it holds), tombstones seen, and *last*: the fingerprint of
+-- its last record (8 bytes; none: no record, or not to check), then, when it has seen
+-- tombstones, the last of them (8 bytes: a lost removal replaced by another one leaves
+-- as many tombstones, not the same). Then it must mirror the log afresh.
+-- Else NEW_TOMBSTONES holds the tombstones it has not seen (read from its last one on:
+-- one call tells both).
+local NEW_TOMBSTONES = ''
+local function diverged(position, tombstones_seen, last)
+  if position > N then return true end
+  local tombs = redis.call('GETRANGE', TOMBS, math.max(tombstones_seen - 1, 0) * 8, -1)
+  local last8 = last
+  if tombstones_seen > 0 then
+    if #tombs < 8 then return true end
+    if #last >= 8 then
+      if string.sub(tombs, 1, 8) ~= string.sub(last, -8) then return true end
+      last8 = string.sub(last, 1, -9)
+    end
+    tombs = string.sub(tombs, 9)
+  end
+  NEW_TOMBSTONES = tombs
   if #last8 ~= 8 or position == 0 then return false end
   local chunk = floor((position - 1) / CHUNK)
   local at = (position - 1 - chunk * CHUNK) * 8
@@ -212,12 +230,22 @@ end
 -- mirror has not seen, whose key CRCs are tail_crcs) with CRC crc4. Returns the removed seqs.
 local function remove_key_records(key, crc4, seqs, tail_crcs, first)
   return tombstone(find_records(tail_crcs, crc4, 4, first, seqs), key)
+end
+
+-- The reply of a removal: {'removed', the tombstones after the mirror's first
+-- tombstones_seen (its own new ones included: it counts them as it counts any, so a
+-- removal Redis loses later is noticed by diverged), seq, ...}.
+local function removed(seqs, tombstones_seen)
+  local tombs = #seqs > 0 and tombstones_since(tombstones_seen) or NEW_TOMBSTONES
+  local reply = {'removed', tombs}
+  for _, seq in ipairs(seqs) do reply[#reply + 1] = seq end
+  return reply
 end"""
 
 _PRELUDE = _PRELUDE.replace("SKETCH_BYTES", str(SKETCH_BYTES))
-CHECK = _PRELUDE + CHECK_BODY
-ADD = _PRELUDE + ADD_BODY
-SYNC = _PRELUDE + SYNC_BODY
-REMOVE = _PRELUDE + REMOVE_BODY
-REMOVE_KEY = _PRELUDE + REMOVE_KEY_BODY
-KEYS_OF = _PRELUDE + KEYS_BODY
+CHECK = _HEAD + CHECK_EARLY + _PRELUDE + CHECK_BODY
+ADD = _HEAD + _PRELUDE + ADD_BODY
+SYNC = _HEAD + _PRELUDE + SYNC_BODY
+REMOVE = _HEAD + _PRELUDE + REMOVE_BODY
+REMOVE_KEY = _HEAD + _PRELUDE + REMOVE_KEY_BODY
+KEYS_OF = _HEAD + _PRELUDE + KEYS_BODY

@@ -27,25 +27,23 @@ from __future__ import annotations
 # ARGV[5] 'check' (add_if_new), 'replace' (replace_if_new) or 'query'; [6] the 8-byte
 # fingerprint; [7] the 8 bytes of NOT wildcard (the bits that count); [8] max distance;
 # [9] the key; [10] the query's sketch (32 bytes, zeros: none; then a short page's
-# shingles); [11] the most bits two sketches may differ in; [12] the least common
-# shingles of two short pages, in thousandths of their union; [13] the mirror's position
-# (records it holds); [14] tombstones it holds; [15] its last record's fingerprint (see
-# diverged); [16] the longest tail scanned here (longer: 'behind', the client catches up
-# first); [17] the key's CRC (4 bytes); [18] how many of the mirror's records have it,
-# m; [19 .. 18 + m] those records; [19 + m ...] the mirror's candidates. Reply:
-# {'behind', ...} (see behind in the prelude), {'reload'}, or
-# {'stored' | 'found', records, tail fingerprints, tail key CRCs,
-# new tombstones, records of the key replaced, seq, key, a, b, seq, ...} (the confirmed
-# matches; a, b: b shingles in all, a in common, when compared exactly, else b = 0 and
-# a the sketch distance, -1: not compared).
+# shingles); [11] the most bits two sketches may differ in; [12] the least common shingles
+# of two short pages, in thousandths of their union; [13] the mirror's position (records
+# it holds); [14] tombstones it holds; [15] its last record's fingerprint and tombstone
+# (see diverged); [16] the longest tail scanned here (longer: 'behind', the client catches
+# up first); [17] the key's CRC (4 bytes); [18] how many of the mirror's records have it,
+# m; [19 .. 18 + m] those records; [19 + m ...] the mirror's candidates. Reply: {'behind',
+# records} (CHECK_EARLY), {'reload'}, or {'stored' | 'found', records, tail fingerprints,
+# tail key CRCs, new tombstones, records of the key replaced, seq, key, a, b, seq, ...}
+# (the confirmed matches; a, b: b shingles in all, a in common, when compared exactly,
+# else b = 0 and a the sketch distance, -1: not compared).
 _CHECK = """
 local MODE, FP, MASK, K, KEY = ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9]
 local SKETCH, MAX_SKETCH = string.sub(ARGV[10], 1, SKETCH_SIZE), tonumber(ARGV[11])
 local MIN_PERMILLE = tonumber(ARGV[12])
-local P, T, BOUND = tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[16])
+local P, T = tonumber(ARGV[13]), tonumber(ARGV[14])
 local CRC, KEY_RECORDS = ARGV[17], tonumber(ARGV[18])
 if diverged(P, T, ARGV[15]) then return {'reload'} end
-if N - P > BOUND then return behind(P, T) end
 local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
 
 local function popcount32(x)  -- bits set in a 32-bit word: no table to build (~2 us a sketch)
@@ -163,7 +161,8 @@ if MODE == 'replace' then  -- unless its own record matches (unchanged), the key
     store = #found == 0
   end
 end
-local reply = {'found', N, tail, tail_crcs, tombstones_since(T), replaced}
+local tombs = replaced > 0 and tombstones_since(T) or NEW_TOMBSTONES  -- (with those it added)
+local reply = {'found', N, tail, tail_crcs, tombs, replaced}
 if store then
   append(FP, KEY, ARGV[10], CRC)
   redis.call('SET', COUNTER, N)
@@ -171,6 +170,12 @@ if store then
 end
 for _, value in ipairs(found) do reply[#reply + 1] = value end
 return reply
+"""
+
+# Before the prelude: a mirror further behind than the script should scan is answered
+# where the log ends (it catches up by plain reads) before anything else is done.
+CHECK_EARLY = """
+if N - tonumber(ARGV[13]) > tonumber(ARGV[16]) then return {'behind', N} end
 """
 
 _POPCOUNTS = ", ".join(str(i.bit_count()) for i in range(256))

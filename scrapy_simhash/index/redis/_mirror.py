@@ -3,7 +3,8 @@
 The log (see :mod:`._lua`) only grows, so a worker holds records
 ``first_seq ... position - 1`` in a :class:`~._records.RecordIndex` (row ``r`` is
 record ``first_seq + r``; the keys stay in Redis), their key CRCs in a
-:class:`~._key_lookup.CrcTable`, and the tombstones it has seen. A search here finds every
+:class:`~._key_lookup.CrcTable`, the last ones read in :class:`~._recent.RecentRecords`
+until they are many, and the tombstones it has seen. A search here finds every
 candidate among those records (and every record that may be under a key); the check
 script confirms them (their sketches and keys stay in Redis) and covers the records
 written since. Costs ~41 bytes of the worker's RAM a record.
@@ -21,6 +22,7 @@ from ...core.sketch import estimated_similarity, exact_similarity
 from .._key_lookup import CrcTable
 from ._layout import pack, reply_text, unpack_crcs, unpack_fingerprints
 from ._keys import decode_stored_key
+from ._recent import RecentRecords
 from ._records import RecordIndex
 from .._tables import TableDesign
 from ..base import Match
@@ -35,6 +37,7 @@ class LogMirror:
 
     _records: RecordIndex
     _crcs: CrcTable
+    _recent: RecentRecords
 
     def __init__(self, max_distance: int, expected_size: int) -> None:
         self._max_distance = max_distance
@@ -47,31 +50,37 @@ class LogMirror:
         """Forget everything (the namespace was reset or recreated)."""
         self.generation += 1
         self.tombstones_seen = 0
+        self._last_tombstone = b""  # the last one seen (8 bytes): see state()
         self.removed: set[int] = set()
         self._restart_at(0)
 
     @property
     def position(self) -> int:
         """The sequence number of the next record to mirror."""
-        return self.first_seq + len(self._records)
+        return self._recent.first + len(self._recent)
 
     def state(self) -> list[int | bytes]:
         """What the scripts check this copy against (``diverged`` in :mod:`._lua`):
-        its position, the tombstones it has seen, its last record's fingerprint."""
-        return [self.position, self.tombstones_seen, self._last_fingerprint()]
+        its position, the tombstones it has seen, its last record's fingerprint and last
+        tombstone (:func:`~._layout.split_last`)."""
+        return [self.position, self.tombstones_seen, self._last_fingerprint() + self._last_tombstone]
 
     def _last_fingerprint(self) -> bytes:
-        records = len(self._records)
-        return pack(self._records.fingerprint_at(records - 1)) if records else b""
+        return pack(self.fingerprint_of(self.position - 1)) if self.position > self.first_seq else b""
 
     @property
     def design(self) -> TableDesign:
         return self._records.design
 
     def extend(
-        self, start: int, fingerprints: npt.NDArray[np.uint64] | list[int], crcs: npt.NDArray[np.uint32] | list[int]
+        self,
+        start: int,
+        fingerprints: npt.NDArray[np.uint64] | list[int],
+        crcs: npt.NDArray[np.uint32] | list[int],
+        fold: bool = True,
     ) -> None:
-        """Mirror the records ``start, start + 1, ...`` with these fingerprints and key CRCs.
+        """Mirror the records ``start, start + 1, ...`` with these fingerprints and key CRCs;
+        into the tables with the recent ones if *fold*, else among the recent ones.
 
         Those mirrored already are skipped (replies to calls of several threads overlap).
         A *start* past :attr:`position` means the records between are gone (their
@@ -82,25 +91,42 @@ class LogMirror:
             fingerprints, crcs = fingerprints[position - start :], crcs[position - start :]
         elif start > position:
             self._restart_at(start)
-        self._crcs.extend(crcs)
-        if len(fingerprints) < _BULK_ADD:  # a check's reply: its own record, a few others'
-            for fingerprint in fingerprints:
-                self._records.add_record(int(fingerprint))
-        elif not len(self._records):  # a reopen: one sort
+        if not len(self._records) and not len(self._recent) and len(fingerprints) >= _BULK_ADD:  # a reopen: one sort
             self._records = RecordIndex.build(np.asarray(fingerprints, dtype=np.uint64), self._max_distance)
-        else:
-            self._records.add_records(np.asarray(fingerprints, dtype=np.uint64))
+            self._crcs.extend(np.asarray(crcs, dtype=np.uint32))
+            self._recent = RecentRecords(self.first_seq + len(self._records))
+            return
+        self._recent.extend(np.asarray(fingerprints, dtype=np.uint64), np.asarray(crcs, dtype=np.uint32))
+        if fold:
+            self._fold()
 
-    def catch_up(self, read: Callable[[int, int, bytes], list[Any]]) -> None:
+    def _fold(self) -> None:
+        """Add the recent records to the tables."""
+        if not len(self._recent):
+            return
+        recent, self._recent = self._recent, RecentRecords(self.position)
+        fingerprints = recent.fingerprints()
+        self._crcs.extend(recent.crcs())
+        if len(fingerprints) < _BULK_ADD:  # a few: one by one, merged in the background
+            for fingerprint in fingerprints.tolist():
+                self._records.add_record(fingerprint)
+        elif not len(self._records):
+            self._records = RecordIndex.build(fingerprints.copy(), self._max_distance)
+        else:
+            self._records.add_records(fingerprints.copy())
+
+    def catch_up(self, read: Callable[[int, int, bytes], list[Any]], fold: bool = True) -> None:
         """Mirror the rest of the log: ``read(position, tombstones seen, last fingerprint)``
         returns the records in the log, the first one it returns, their fingerprints and
-        key CRCs, and the new tombstones (:meth:`LogSession.sync`), a slice at a time."""
+        key CRCs, and the new tombstones (:meth:`LogSession.sync`), a slice at a time;
+        into the tables unless not *fold* (see :meth:`extend`)."""
         start = position = self.position
         last = self._last_fingerprint()
         pieces: list[npt.NDArray[np.uint64]] = []
         crc_pieces: list[npt.NDArray[np.uint32]] = []
         while True:
-            records, first, fingerprints, key_crcs, tombstones = read(position, self.tombstones_seen, last)
+            records, first, fingerprints, key_crcs, tombstones = read(
+                position, self.tombstones_seen, last + self._last_tombstone)
             self.add_tombstones(self.tombstones_seen, unpack_fingerprints(tombstones))
             if int(first) != position:  # expired chunks skipped
                 start, pieces, crc_pieces = int(first), [], []
@@ -112,7 +138,7 @@ class LogMirror:
             if position >= int(records):
                 break
         if start != self.position or position != start:  # one bulk extend (a reopen)
-            self.extend(start, np.concatenate(pieces), np.concatenate(crc_pieces))
+            self.extend(start, np.concatenate(pieces), np.concatenate(crc_pieces), fold)
 
     def apply_check(
         self, position: int, tombstones: int, fingerprint: int, crc: int, reply: list[Any]
@@ -132,9 +158,9 @@ class LogMirror:
 
     def forget_expired(self, read: Callable[[int, int, bytes, int], list[Any]]) -> int:
         """Forget the records of expired chunks (see :meth:`forget_before`), as the sync
-        script, ``read(first record, tombstones seen, no fingerprint to check, 0 records)``,
+        script, ``read(first record, tombstones seen, the last of them, 0 records)``,
         finds them: it answers with the first record whose chunk is left (chunks expire in order)."""
-        _, first, _, _, tombstones = read(self.first_seq, self.tombstones_seen, b"", 0)
+        _, first, _, _, tombstones = read(self.first_seq, self.tombstones_seen, self._last_tombstone, 0)
         self.add_tombstones(self.tombstones_seen, unpack_fingerprints(tombstones))
         return self.forget_before(int(first))
 
@@ -146,6 +172,7 @@ class LogMirror:
         seq = min(seq, self.position)
         if seq <= self.first_seq:
             return 0
+        self._fold()
         forgotten = seq - self.first_seq
         kept = self._records.fingerprints_from(forgotten)
         crcs = self._crcs.without_rows_before(forgotten)
@@ -155,6 +182,7 @@ class LogMirror:
         if len(kept):
             self._records = RecordIndex.build(kept, self._max_distance)
             self._crcs = crcs
+            self._recent = RecentRecords(seq + len(kept))
         return forgotten
 
     def add_tombstones(self, first: int, seqs: npt.NDArray[np.uint64]) -> None:
@@ -162,22 +190,28 @@ class LogMirror:
         new = seqs[max(0, self.tombstones_seen - first) :]
         self.removed.update(new.tolist())
         self.tombstones_seen += len(new)
+        if len(new):
+            self._last_tombstone = pack(int(new[-1]))
 
     def candidates(self, fingerprint: int, wildcard: int) -> dict[int, int]:
         """``{seq: full distance}`` of the mirrored, not removed, records that match."""
         first, removed = self.first_seq, self.removed
-        found = self._records.rows_within(fingerprint, wildcard)
-        return {first + row: d for row, d in found.items() if first + row not in removed}
+        found = {first + row: d for row, d in self._records.rows_within(fingerprint, wildcard).items()}
+        found.update(self._recent.within(fingerprint, wildcard, self._max_distance))
+        return {seq: d for seq, d in found.items() if seq not in removed}
 
     def fingerprint_of(self, seq: int) -> int:
         """The fingerprint of mirrored record *seq*."""
+        if seq >= self._recent.first:
+            return int(self._recent.fingerprints()[seq - self._recent.first])
         return self._records.fingerprint_at(seq - self.first_seq)
 
     def key_records(self, crc: int) -> list[int]:
         """The mirrored, not removed, records whose key has this CRC (the check script
         compares their keys)."""
         first, removed = self.first_seq, self.removed
-        return [first + row for row in self._crcs.rows_with(crc) if first + row not in removed]
+        seqs = [first + row for row in self._crcs.rows_with(crc)] + self._recent.with_crc(crc)
+        return [seq for seq in seqs if seq not in removed]
 
     def matches(self, fingerprint: int, found: list[tuple[int, bytes, int, int]]) -> list[Match]:
         """Matches of *fingerprint* from ``(seq, key, a, b)`` of mirrored records (the
@@ -185,13 +219,14 @@ class LogMirror:
         with the same key, the oldest record first (as brute force lists them)."""
         matches = []
         for seq, key, a, b in sorted(found, key=lambda record: int(record[0])):
-            stored = self._records.fingerprint_at(int(seq) - self.first_seq)
+            stored = self.fingerprint_of(int(seq))
             similarity = reply_similarity(int(a), int(b))
             matches.append(Match(decode_stored_key(key), stored, (stored ^ fingerprint).bit_count(), similarity))
         return sorted(matches, key=lambda m: (m.distance, m.key, m.fingerprint))
 
     def describe(self) -> dict[str, Any]:
         """The log's records and tombstones, and the local index: design, bytes per record."""
+        self._fold()
         described = self._records.describe()
         described.pop("backend")
         described["records"] = described.pop("size")
@@ -201,12 +236,14 @@ class LogMirror:
                 "design": described.pop("design"), "mirror": described}
 
     def bucket_stats(self) -> dict[str, Any]:
+        self._fold()
         return self._records.bucket_stats()
 
     def _restart_at(self, seq: int) -> None:
         self.first_seq = seq
         self._records = RecordIndex(self._max_distance, expected_size=self._expected_size)
         self._crcs = CrcTable()
+        self._recent = RecentRecords(seq)
 
 
 def reply_similarity(a: int, b: int) -> float | None:

@@ -69,8 +69,8 @@ class LogReader:
     def _counters(self) -> tuple[int, bytes, int]:
         """Records ever appended, the tombstones, and the Redis clock (seconds)."""
         with self._client.pipeline(transaction=False) as pipe:
-            pipe.get(self._names.prefix + "n")
-            pipe.get(self._names.prefix + "x")
+            pipe.get(self._names.counter)
+            pipe.get(self._names.tombstones)
             pipe.time()
             records, tombstones, (now, _) = pipe.execute()
         return int(records or 0), tombstones or b"", int(now)

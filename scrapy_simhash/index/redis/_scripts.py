@@ -1,25 +1,23 @@
 """Calling the log scripts of one namespace (:mod:`._lua`) with the namespace's meta.
 
-The scripts run on connections this object holds (taken once from the client's pool):
-``EVALSHA`` sent and read directly costs ~45 us a call where redis-py's command path
-(pool, retries, observability hooks) costs ~110 us, more than the script itself. The
-part of a call that is the same every time (script, keys, the namespace's meta) is
-put in Redis' wire format (RESP) once, at :meth:`LogScripts.adopt`.
+Every call goes through redis-py's own command path: its :class:`~redis.commands.core.Script`
+objects (``EVALSHA``, the script loaded again if Redis lost it), the client's thread-safe
+connection pool and its :class:`~redis.retry.Retry` (see :func:`._client.connect`), whatever
+client is given (TLS, a Sentinel's master). That path costs the crawler 16-29 us of CPU a
+call more than the wire format written by hand did (15-17 us; bench_redis_calls.py), a
+check ~0.1 ms more (bench_redis.py; README, "Many crawlers, one index"): small beside the
+~1.1 ms of CPU a page costs the plugin, and Redis' time is the same.
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
-from collections.abc import Iterable
 from typing import Any
 
 import redis
 from redis.client import Pipeline
-from redis.connection import Connection
 
 from ._client import is_no_meta, safe_url
-from ._layout import Names, check_meta, parse_meta, reply_text
+from ._layout import Names, check_meta, parse_meta, reply_text, split_last
 from ._lua import ADD, CHECK, KEYS_OF, REMOVE, REMOVE_KEY, SYNC
 from ._lua_log import ENSURE_META
 
@@ -33,12 +31,6 @@ class LogScripts:
         self._where = f"Redis namespace {names.prefix!r} at {safe_url(url)}"
         self._scripts = {source: client.register_script(source)
                          for source in (CHECK, ADD, SYNC, REMOVE, REMOVE_KEY, KEYS_OF, ENSURE_META)}
-        self._pool = client.connection_pool
-        # Shared by every namespace on the pool (a crawl's hosts with SIMHASH_SCOPE="domain"):
-        # as many connections as calls at once, not one per namespace.
-        self._idle = _idle_connections(self._pool)
-        # source -> (arguments, their RESP): EVALSHA, sha, keys, epoch, prefix, chunk size, TTL
-        self._heads: dict[str, tuple[int, bytes]] = {}
         self.epoch = self.signature = ""
         self.chunk_records = 0
         self._common_args: list[Any] = []  # ARGV[1..4] of every script: epoch, prefix, chunk size, TTL
@@ -58,19 +50,13 @@ class LogScripts:
         self.signature = meta["signature"]  # the first worker's fingerprint options
         self.chunk_records = int(meta["chunk_records"])
         self.epoch = meta["epoch"]
-        keys = self._names.script_keys
         self._common_args = [self.epoch, self._names.prefix, self.chunk_records, int(self.ttl or 0)]
-        common = [*keys, *self._common_args]
-        self._heads = {source: (3 + len(common), resp(["EVALSHA", script.sha, len(keys), *common]))
-                       for source, script in self._scripts.items()}
 
     def call(self, source: str, args: list[Any]) -> list[Any] | None:
         """Run a log script; ``None`` when the namespace is not the adopted one any more
         (reset, or lost in a restart: adopt it again)."""
-        count, head = self._heads[source]
-        command = b"*%d\r\n%b%b" % (count + len(args), head, resp(args))
         try:
-            reply = self._evalsha(source, command)
+            reply = self._scripts[source](keys=self._names.script_keys, args=[*self._common_args, *args])
         except redis.ResponseError as exc:
             if not is_no_meta(exc):
                 raise
@@ -80,7 +66,7 @@ class LogScripts:
     def call_reading(
         self, source: str, args: list[Any], ranges: list[tuple[str, int]]
     ) -> tuple[list[Any] | None, list[bytes]]:
-        """:meth:`call`, then :meth:`read` *ranges*, in one ``MULTI``/``EXEC`` (redis-py's
+        """:meth:`call`, then read *ranges* (``GETRANGE name offset -1``), in one ``MULTI``/``EXEC`` (redis-py's
         pipeline): the reads see the log as the script saw it."""
         pipe = self._client.pipeline(transaction=True)
         self._scripts[source](keys=self._names.script_keys, args=[*self._common_args, *args], client=pipe)
@@ -92,46 +78,33 @@ class LogScripts:
             return None, []
         return (None if reply_text(reply[0]) == "reload" else list(reply)), strings
 
-    def read(self, ranges: list[tuple[str, int]]) -> list[bytes]:
-        """``GETRANGE name offset -1`` of each of *ranges*, pipelined. Redis spends ~0.05 us
-        a KB on a plain read, ~2 us a KB on a script's reply."""
-        return list(_reading(self._client.pipeline(transaction=False), ranges).execute())
-
-    def _evalsha(self, source: str, command: bytes) -> Any:
-        try:
-            connection = self._idle.pop()  # (not "if self._idle": another thread may take it between)
-        except IndexError:
-            connection = self._pool.get_connection()
-        try:
-            return self._run(connection, source, command)
-        finally:
-            self._idle.append(connection)
-
-    def _run(self, connection: Connection, source: str, command: bytes) -> Any:
-        """Send the packed EVALSHA *command*, loading the script if Redis lost it; once
-        more on a fresh connection if this one broke (as the client's own retry does;
-        not after a timeout: the script may have run)."""
-        try:
-            connection.send_packed_command([command])
-            return connection.read_response()
-        except redis.exceptions.NoScriptError:
-            connection.send_command("SCRIPT", "LOAD", source)
-            connection.read_response()
-        except redis.ConnectionError:
-            connection.disconnect()
-        connection.send_packed_command([command])
-        return connection.read_response()
-
-
-#: Each pool's connections taken for scripts and idle now; list.pop and append are atomic,
-#: so threads share them safely.
-_IDLE: weakref.WeakKeyDictionary[Any, list[Connection]] = weakref.WeakKeyDictionary()
-_IDLE_LOCK = threading.Lock()
-
-
-def _idle_connections(pool: Any) -> list[Connection]:
-    with _IDLE_LOCK:
-        return _IDLE.setdefault(pool, [])
+    def read_log(
+        self, position: int, tombstones: int, last: bytes, ranges: list[tuple[str, int]]
+    ) -> tuple[int, bytes, list[bytes]] | None:
+        """The log's records, the tombstones after the first *tombstones*, and *ranges*
+        (``GETRANGE name offset -1``), read as plain strings in one ``MULTI``/``EXEC`` (no
+        script: Redis spends ~0.05 us a KB on them); ``None`` when this is not the log that
+        a mirror at *position*, with *tombstones* and *last* (its last record's fingerprint and
+        tombstone, :func:`split_last`), copies: another epoch or none (reset, lost), or a log that lost writes the mirror
+        saw, told as ``diverged`` in :mod:`._lua` tells a script. Then mirror it afresh."""
+        pipe = self._client.pipeline(transaction=True)
+        pipe.hget(self._names.meta, "epoch")
+        pipe.get(self._names.counter)
+        # from the last tombstone seen: fewer than seen, and the log is not the mirrored one
+        pipe.getrange(self._names.tombstones, max(tombstones - 1, 0) * 8, -1)
+        chunk, slot = divmod(max(position - 1, 0), self.chunk_records)
+        pipe.getrange(self._names.chunk("f", chunk), slot * 8, slot * 8 + 7)  # the mirror's last record
+        epoch, records, new_tombstones, stored_last, *strings = _reading(pipe, ranges).execute()
+        records, (last, last_tombstone) = int(records or 0), split_last(last, tombstones)
+        if epoch is None or reply_text(epoch) != self.epoch or records < position:
+            return None
+        if tombstones:
+            if len(new_tombstones) < 8 or (last_tombstone and new_tombstones[:8] != last_tombstone):
+                return None
+            new_tombstones = new_tombstones[8:]
+        if position and len(last) == 8 and len(stored_last) == 8 and stored_last != last:
+            return None  # (a chunk gone with its TTL proves nothing)
+        return records, new_tombstones, strings
 
 
 def _reading(pipe: Pipeline, ranges: list[tuple[str, int]]) -> Pipeline:
@@ -139,16 +112,3 @@ def _reading(pipe: Pipeline, ranges: list[tuple[str, int]]) -> Pipeline:
         pipe.getrange(name, offset, -1)
     return pipe
 
-
-def resp(args: Iterable[Any]) -> bytes:
-    """Arguments of a command in Redis' wire format (RESP), as redis-py encodes them:
-    bytes as they are, anything else as its ``str`` in UTF-8.
-
-    >>> resp(["GET", b"k", 3])
-    b'$3\\r\\nGET\\r\\n$1\\r\\nk\\r\\n$1\\r\\n3\\r\\n'
-    """
-    parts = []
-    for arg in args:
-        data = arg if isinstance(arg, bytes) else str(arg).encode()
-        parts.append(b"$%d\r\n%b\r\n" % (len(data), data))
-    return b"".join(parts)
