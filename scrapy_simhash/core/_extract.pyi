@@ -1,4 +1,4 @@
-# The C extraction (_extract.c); see content.extract_main_blocks and content._configure_c_code.
+# The C extraction (extract_c/); see content.extract_main_blocks and content._configure_c_code.
 from collections.abc import Callable
 
 from lxml import etree
@@ -20,12 +20,13 @@ PARAGRAPH: int
 ENTRY_PART: int
 CELL: int
 LANDMARK: int
+LIST: int
 BUILT_LXML_VERSION: str
 BUILT_LIBXML_VERSION: int
 
 class Unsupported(ValueError): ...
 
-def main_blocks(root: etree._Element, own: str | None = None, /) -> list[str]: ...
+def main_blocks(root: etree._Element, own: str | None = None, parts: tuple[bytes, ...] = (), /) -> list[str]: ...
 def configure_digests(min_entries: int, cover: float, max_chars_per_link: float, /) -> None: ...
 def collapse_blocks(joined: str, boundary: str, need_letter: bool, /) -> list[str]: ...
 def block_keys(blocks: list[str], short_block: int, /) -> list[int]: ...
@@ -33,7 +34,7 @@ def configure(
     tags: dict[bytes, int],
     verdict: Callable[[tuple[tuple[str, str], ...]], int],
     credit: tuple[Callable[[str], bool], str, str],
-    shares: tuple[float, float, float, float, float, float, float, float],
-    counts: tuple[int, int, int],
+    shares: tuple[float, float, float, float, float, float, float, float, float, float],
+    counts: tuple[int, int, int, int],
     /,
 ) -> None: ...
