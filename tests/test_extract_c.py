@@ -128,7 +128,8 @@ _HEADED_PAGES = st.tuples(
     st.sampled_from(["div", "section", "header", "p", "table"]),
     _ATTRIBUTES,
     st.sampled_from(["h1", "div", "span", "td", "a", "h2"]),
-    st.sampled_from(["near duplicate", " near\xa0duplicate ", "Site", "<b>near</b> duplicate", "other"]),
+    st.sampled_from(["near duplicate", " near\xa0duplicate ", "Site", "<b>near</b> duplicate", "other",
+                     "<a href='/'>Site</a>", " <a href='/'><b>Site</b></a> ", "<a href='/'>Site</a> x"]),
     st.recursive(_TEXTS, _element, max_leaves=12),
 ).map(lambda page: (
     f"<html><head><title>{page[0]}</title></head><body><{page[1]} {page[2]}><p>Menu <a href='/'>home</a></p>"

@@ -115,3 +115,14 @@ def test_the_c_code_takes_the_title_parts_as_bytes() -> None:
     with pytest.raises(TypeError, match="bytes"):
         content._extract.main_blocks(root, None, ("SolverCG Struct Reference",))
     assert content._extract.main_blocks(root, *content.c_arguments(root, None))[0] == "SolverCG Struct Reference"
+
+
+@pytest.mark.parametrize("logo", ["<h1><a href='/'>Blog of Ann</a></h1>", "<h1> <a href='/'><span>Blog</span></a> </h1>"])
+def test_an_h1_that_is_all_link_is_the_site_name_not_the_heading(logo: str) -> None:
+    """A classic blog theme: <div id="header"><h1><a href="/">Blog</a></h1>: not kept."""
+    page = (
+        f"<html><head><title>Install - Blog of Ann</title></head><body><div id='header'>{logo}</div>"
+        f"<div class='contents'><h2>Install</h2>{PROSE * 3}</div></body></html>"
+    )
+    blocks = both(page)
+    assert blocks[0] == "Install" and not any("Blog" in block for block in blocks)

@@ -8,7 +8,8 @@ sibling pages of one site (the structs of one family, a ``.cc`` file and its hea
 then left with nothing kept that tells them apart: the largest share of the wrong drops
 on a big Doxygen site (README, "Precision at scale").
 
-The page's heading is its first ``<h1>``; on a page without one, the element with no
+The page's heading is its first ``<h1>`` (none when all its text is a link: a site's name
+linking home); on a page without ``<h1>``, the element with no
 child element, neither a link nor in one, whose text is the page's ``<title>``, or the
 title less a part before or after a separator (the site's name: "deal.II: SolverCG Struct
 Reference") or a file's path ("generators.cc File Reference" for "deal.II:
@@ -66,7 +67,7 @@ def page_heading(body: etree._Element, parts: Iterable[str]) -> etree._Element |
     *parts* (see the module doc); first in document order among equals."""
     h1 = next(body.iter("h1"), None)
     if h1 is not None:
-        return h1
+        return None if _all_link_text(h1) else h1
     wanted = frozenset(parts)
     best, best_length = None, 0
     for element in body.iter():
@@ -103,6 +104,16 @@ def is_kept(heading: etree._Element, kept: list[etree._Element]) -> bool:
     around it: then its ancestors end at that element)."""
     kept_ids = {id(element) for element in kept}
     return any(id(element) in kept_ids for element in (heading, *heading.iterancestors()))
+
+
+def _all_link_text(element: etree._Element) -> bool:
+    """Whether all of *element*'s text (spaces aside) is inside links: a site's name linking
+    home (``<div id="header"><h1><a href="/">Blog</a></h1>``), not the page's heading."""
+    return not any(
+        (text or "").strip() for node in (element, *element.iterdescendants()) if isinstance(node.tag, str)
+        for text in ((node.text if node.tag != "a" and not _in_link(node) else None),
+                     (node.tail if node is not element and not _in_link(node) else None))
+    )
 
 
 def _in_link(element: etree._Element) -> bool:

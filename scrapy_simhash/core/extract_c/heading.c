@@ -1,8 +1,9 @@
 /* The page's heading (heading.page_heading, heading.is_kept), on the tree's events.
  *
- * Its first <h1>; else the longest element with no child element, neither a link nor in
- * one, whose text (whitespace collapsed as str.split() does) is one of the title's parts
- * (heading.title_parts, given as UTF-8 bytes); the first in document order among equals.
+ * Its first <h1> (none when all its text is in links); else the longest element with no
+ * child element, neither a link nor in one, whose text (whitespace collapsed as str.split()
+ * does) is one of the title's parts (heading.title_parts, given as UTF-8 bytes); the first
+ * in document order among equals.
  */
 #include "extract.h"
 
@@ -63,13 +64,48 @@ is_a_part(const Buffer *text, PyObject *parts)
     return 0;
 }
 
+/* Whether a text holds a character that is not a space (str.strip() leaves something). */
+static int
+has_text(const Text *text)
+{
+    const unsigned char *u = (const unsigned char *)text->content;
+    for (Py_ssize_t i = 0; i < text->bytes;) {
+        Py_UCS4 code;
+        int size = extract_decode_utf8(u, i, text->bytes, &code);
+        if (size == 0 || !Py_UNICODE_ISSPACE(code)) {
+            return 1;
+        }
+        i += size;
+    }
+    return 0;
+}
+
+/* heading._all_link_text: all of the element's text is inside links (a site's name linking home). */
+static int
+all_link_text(const Tree *tree, int index)
+{
+    const Element *element = &tree->elements[index];
+    int links = in_link(tree, index);
+    for (int at = element->start + 1; at < element->end; at++) {
+        const Event *event = &tree->events[at];
+        if (event->kind == TEXT) {
+            if (links == 0 && has_text(&tree->texts[event->index])) {
+                return 0;
+            }
+        } else if (tree->elements[event->index].flags & LINK) {
+            links += event->kind == START ? 1 : -1;
+        }
+    }
+    return 1;
+}
+
 /* The heading's element index, -1 for none, -2 with an exception. Asked before pruning. */
 int
 extract_page_heading(const Tree *tree, PyObject *parts)
 {
     for (int index = 1; index < tree->n_elements; index++) {
         if (tree->elements[index].flags & HEADING) {
-            return index;
+            return all_link_text(tree, index) ? -1 : index;
         }
     }
     if (parts == NULL || PyTuple_GET_SIZE(parts) == 0) {
