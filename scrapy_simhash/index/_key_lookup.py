@@ -13,14 +13,15 @@ check script for a Redis worker's mirror). The CRCs themselves: :mod:`._key_crcs
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _merge
 from ._key_crcs import crcs_of_keys, key_crc
-from ._pages import PageToucher
+from ._pages import PageToucher, take_turn
+from ._renumbering import Renumbering
 from ._storage import KeyStore, encode_key
 
 _MIN_RECENT = 4096
@@ -31,7 +32,8 @@ _SEARCHED_PER_STEP = 8192
 
 class _Recent:
     """Rows ``first ...`` and their CRCs: ``crc -> newest row``, and per row the one
-    before it with the same CRC (-1: none)."""
+    before it with the same CRC (-1: none), all as offsets from *first* (so that a
+    compaction renumbers them by moving *first*)."""
 
     def __init__(self, first: int) -> None:
         self.first = first
@@ -40,16 +42,16 @@ class _Recent:
         self._older = array("q")
 
     def add(self, crc: int) -> None:
-        row = self.first + len(self.crcs)
+        at = len(self.crcs)
         self.crcs.append(crc)
         self._older.append(self._newest.get(crc, -1))
-        self._newest[crc] = row
+        self._newest[crc] = at
 
     def rows_with(self, crc: int) -> list[int]:
-        rows, row = [], self._newest.get(crc, -1)
-        while row >= 0:
-            rows.append(row)
-            row = self._older[row - self.first]
+        rows, at = [], self._newest.get(crc, -1)
+        while at >= 0:
+            rows.append(self.first + at)
+            at = self._older[at]
         return rows[::-1]
 
 
@@ -63,10 +65,11 @@ class CrcTable:
         self._frozen: _Recent | None = None  # being merged by _merging
         self._merging: Iterator[None] | None = None
         self.rows = 0  # rows added so far
+        self._holding = False  # a compaction is under way: no merge starts (compaction_steps)
 
     def extend(self, crcs: Sequence[int] | npt.NDArray[np.uint32]) -> None:
         """Add the next rows, with these CRCs."""
-        if len(crcs) >= _MIN_RECENT:  # in bulk (a mirror reading the log): sorted in at once
+        if len(crcs) >= _MIN_RECENT and not self._holding:  # in bulk (a mirror reading the log): sorted in at once
             self._merge()
             self._recent = _Recent(self.rows)
             self._recent.crcs.frombytes(np.asarray(crcs, dtype=np.uint32).tobytes())
@@ -76,10 +79,20 @@ class CrcTable:
         for crc in crcs.tolist() if isinstance(crcs, np.ndarray) else crcs:
             self._recent.add(crc)
             self.rows += 1
-            if self._merging is not None:
+            if self._merging is not None and take_turn():
                 next(self._merging, None)
-        if len(self._recent.crcs) >= max(_MIN_RECENT, len(self._crcs) // 64):
+        if len(self._recent.crcs) >= max(_MIN_RECENT, len(self._crcs) // 64) and not self._holding:
             self._start_merge()
+
+    @property
+    def merging(self) -> bool:
+        """Whether a merge is under way."""
+        return self._merging is not None
+
+    def merge_step(self) -> None:
+        """Run a step of the merge under way."""
+        if self._merging is not None:
+            next(self._merging, None)
 
     def rows_with(self, crc: int) -> list[int]:
         """The rows with this CRC, in the order added."""
@@ -107,6 +120,36 @@ class CrcTable:
     @property
     def nbytes(self) -> int:
         return int(self._crcs.nbytes + self._rows.nbytes)
+
+    def compaction_steps(self, renumbering: Renumbering) -> Generator[None, None, CrcTable]:
+        """Steps that build the table of the rows *renumbering* keeps, renumbered; this
+        table has every row before the compaction (``renumbering.rows``) and no merge under
+        way. It answers meanwhile; rows added from now on wait in its recent rows, no merge
+        starting, for :meth:`adopt_recent`."""
+        frozen, self._recent, self._holding = self._recent, _Recent(self.rows), True
+        self._frozen = frozen  # (answered from, as a merge's)
+        return self._compacted(frozen, renumbering)
+
+    def _compacted(self, frozen: _Recent, renumbering: Renumbering) -> Generator[None, None, CrcTable]:
+        compacted = CrcTable()
+        compacted._crcs, compacted._rows = yield from _kept_sorted_steps(self._crcs, self._rows, renumbering)
+        kept = renumbering.keep[frozen.first : renumbering.rows]
+        recent = _Recent(renumbering.kept_before(frozen.first))
+        recent.crcs.frombytes(np.frombuffer(frozen.crcs, dtype=np.uint32)[kept].tobytes())
+        compacted.rows = renumbering.kept
+        yield from compacted._merge_steps(recent)
+        return compacted
+
+    def frozen_dicts(self) -> list[dict[int, int]]:
+        """The dict of the rows it holds apart from its sorted arrays and its recent rows
+        (those being merged or compacted): what :mod:`._release` empties once it is dropped."""
+        return [] if self._frozen is None else [self._frozen._newest]
+
+    def adopt_recent(self, old: CrcTable, dropped: int) -> None:
+        """Take the rows *old* held during the compaction that built this table (which
+        dropped *dropped* rows), renumbered (an offset moved)."""
+        self._recent, self.rows = old._recent, old.rows - dropped
+        self._recent.first -= dropped
 
     def _merge(self) -> None:
         """Sort every row in now."""
@@ -158,20 +201,37 @@ class CrcTable:
 KeyArrays = tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]
 
 
-def kept_rows(arrays: KeyArrays, keep: npt.NDArray[np.bool_]) -> KeyArrays:
-    """*arrays* (:meth:`KeyLookup.settled_arrays`) of the rows *keep* marks, renumbered as
-    a compaction renumbers them (each row less the rows dropped before it)."""
-    crcs, rows = arrays
-    kept = keep[rows]
-    new_numbers = (np.cumsum(keep) - 1).astype(np.uint32)  # (a CRC's rows stay in order)
-    return crcs[kept], new_numbers[rows[kept]]
+def _kept_sorted_steps(
+    crcs: npt.NDArray[np.uint32], rows: npt.NDArray[np.uint32], renumbering: Renumbering
+) -> Generator[None, None, KeyArrays]:
+    """The entries of sorted *crcs* and their *rows* (rows ``0 ... len(rows) - 1``) whose
+    rows *renumbering* keeps, renumbered, in new arrays, a slice a step."""
+    size = renumbering.kept_before(len(rows))
+    kept_crcs, kept_rows = np.empty(size, dtype=np.uint32), np.empty(size, dtype=np.uint32)
+    pages, at = [PageToucher(kept_crcs), PageToucher(kept_rows)], 0
+    for start in range(0, len(rows), _merge.STEP_ENTRIES):
+        part = rows[start : start + _merge.STEP_ENTRIES]
+        keep = renumbering.keep[part]
+        count = int(np.count_nonzero(keep))
+        for toucher in pages:
+            yield from toucher.steps_until(at + count)
+        kept_crcs[at : at + count] = crcs[start : start + _merge.STEP_ENTRIES][keep]
+        kept_rows[at : at + count] = renumbering.before[part[keep]]
+        at += count
+        yield
+    return kept_crcs, kept_rows
 
 
 class KeyLookup:
     """The rows of a :class:`KeyStore` (which only grows) that hold a key."""
 
-    def __init__(self) -> None:
-        self._table = CrcTable()
+    def __init__(self, table: CrcTable | None = None) -> None:
+        self._table = table if table is not None else CrcTable()
+
+    @property
+    def table(self) -> CrcTable:
+        """The rows by key CRC (a compaction of the index renumbers them: :meth:`CrcTable.compaction_steps`)."""
+        return self._table
 
     @classmethod
     def from_arrays(cls, arrays: KeyArrays) -> KeyLookup:
