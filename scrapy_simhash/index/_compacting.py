@@ -6,8 +6,9 @@ lookup is under way (a removal runs a step of one that is, so that removals alon
 there too; no merge of the tables starts meanwhile), and runs a step per insert and per
 removal, when the call has its turn (:func:`._pages.take_turn`: a crawl's check of a changed
 page is a removal and an insert, one turn for both).
-At 10M rows a compaction is ~3,500 steps (at 100M ~10 times more), fewer than the
-inserts that fill the write buffer (131,072), which waits for it to end to be merged.
+At 10M rows (a quarter removed) a compaction is 5,292 steps, 4.6 s in all (at 100M ~10
+times more), fewer than the inserts that fill the write buffer (131,072), which waits for
+it to end to be merged.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Faulting fresh memory in a huge page per step, ahead of the merge steps that fill it.
 
-A merge (:mod:`._merge`, and the key lookup's in :mod:`._key_lookup`) writes its new
+A merge (:mod:`._merge`, and the key lookup's in :mod:`._crc_table`) writes its new
 arrays into fresh allocations, for which NumPy asks the kernel for transparent huge pages
 (2 MB). The first write into each such page faults it in whole: the kernel zeroes 2 MB, and
 on the VM these figures come from, whose host backs its memory when first touched, it took
