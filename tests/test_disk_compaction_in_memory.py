@@ -12,19 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_simhash.index import DiskIndex, _column_steps, _merge, _renumbering, _snapshot
+from scrapy_simhash.index import DiskIndex, _snapshot
 from scrapy_simhash.index.brute import BruteForceIndex
+from test_index_compaction import small_steps  # noqa: F401  (a fixture)
 
 PAGES = 3000
 
 
 @pytest.fixture(autouse=True)
-def small_steps_and_snapshots(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def small_steps_and_snapshots(small_steps: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Steps of a few rows (a compaction stays under way across many calls), and a
     snapshot for a store this small."""
-    monkeypatch.setattr(_merge, "STEP_ENTRIES", 64)
-    monkeypatch.setattr(_renumbering, "FILL_ROWS", 64)
-    monkeypatch.setattr(_column_steps, "KEY_BYTES_PER_STEP", 400)
     monkeypatch.setattr(_snapshot, "SNAPSHOT_MIN_ROWS", 100)
     monkeypatch.setattr("scrapy_simhash.index.disk.SNAPSHOT_MIN_ROWS", 100)
     yield

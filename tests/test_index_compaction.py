@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from probe_kernels import KERNELS, using_kernel
+from test_index_merge import around as changed
 from scrapy_simhash.core.sketch import page_sketch
 from scrapy_simhash.index import _column_steps, _merge, _renumbering
 from scrapy_simhash.index._buckets import SortedBuckets, row_hints
@@ -29,13 +30,6 @@ def small_steps(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(_renumbering, "FILL_ROWS", 64)
     monkeypatch.setattr(_column_steps, "KEY_BYTES_PER_STEP", 400)
     yield
-
-
-def changed(rng: random.Random, bases: list[int], flips: int) -> int:
-    fingerprint = rng.choice(bases)
-    for _ in range(rng.randint(0, flips)):
-        fingerprint ^= 1 << rng.randrange(64)
-    return fingerprint
 
 
 def sketch_of(rng: random.Random) -> bytes | None:
