@@ -16,7 +16,7 @@ from scrapy_simhash.index import _merge
 from scrapy_simhash.index._buckets import SortedBuckets
 from scrapy_simhash.index._design_choice import design_for_size
 from scrapy_simhash.index._pages import HUGE_PAGE, PageToucher
-from scrapy_simhash.index._storage import GrowableArray
+from scrapy_simhash.index._growable import GrowableArray
 from scrapy_simhash.index._tables import make_design
 from scrapy_simhash.index.brute import BruteForceIndex
 from scrapy_simhash.index.memory import MemoryIndex

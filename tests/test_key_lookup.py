@@ -12,7 +12,8 @@ import pytest
 from scrapy_simhash.index import _merge
 from scrapy_simhash.index import _key_crcs
 from scrapy_simhash.index._key_crcs import crcs_of_keys, key_crc, python_crcs_of_keys
-from scrapy_simhash.index._key_lookup import CrcTable, KeyLookup
+from scrapy_simhash.index._crc_table import CrcTable
+from scrapy_simhash.index._key_lookup import KeyLookup
 from scrapy_simhash.index._storage import KeyStore
 from scrapy_simhash.index.brute import BruteForceIndex
 from scrapy_simhash.index.memory import MemoryIndex

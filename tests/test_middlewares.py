@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -448,4 +449,30 @@ def test_a_reopened_store_has_its_key_lookup_built_before_the_first_check(
     page = html_response("http://a.example/17")
     assert process(mw, page) is page
     assert stats(mw)["simhash/changed"] == 1  # its record of the first run found, by key, and replaced
+    mw._checker.spider_closed()
+
+
+def test_a_hosts_stored_index_has_its_key_lookup_built_in_the_worker_thread_that_opens_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIMHASH_SCOPE = "domain": a host's index is opened, its key lookup built, off the
+    reactor's thread; its first check computes no key's CRC."""
+    from scrapy_simhash.index import _key_lookup
+
+    store = str(tmp_path / "simhash.index")
+    with open_index(store, namespace="a.example") as index:
+        index.add_many((n * 0x9E3779B97F4A7C15 % 2**64, f"http://a.example/{n}") for n in range(5000))
+    mw = middleware(SIMHASH_INDEX=store, SIMHASH_SCOPE="domain")
+    on_main_thread: list[bool] = []
+    real = _key_lookup.crcs_of_keys
+
+    def crcs_of_keys(*args: Any) -> Any:
+        on_main_thread.append(threading.current_thread() is threading.main_thread())
+        return real(*args)
+
+    monkeypatch.setattr(_key_lookup, "crcs_of_keys", crcs_of_keys)
+    page = html_response("http://a.example/17")
+    assert process(mw, page) is page
+    assert stats(mw)["simhash/changed"] == 1  # its record of the first run found, by key, and replaced
+    assert on_main_thread == [False]  # every key's CRC, once, in the worker thread
     mw._checker.spider_closed()

@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 
 from scrapy_simhash.core.sketch import page_sketch
-from scrapy_simhash.index import MemoryIndex
+from scrapy_simhash.index import MemoryIndex, _merge
+from scrapy_simhash.index._renumbering import Renumbering
+from scrapy_simhash.index._tombstones import Tombstones
 from scrapy_simhash.index._sketches import ShingleColumn, SketchStore
 from scrapy_simhash.index.brute import BruteForceIndex
 
 
-def test_rows_keep_their_bytes_through_extend_and_compress() -> None:
+def test_rows_keep_their_bytes_through_extend_and_a_compaction() -> None:
     column = ShingleColumn()
     column.append(1, b"\x01\x00\x02\x00")
     column.append(4, b"\x07\x00")
@@ -23,9 +25,9 @@ def test_rows_keep_their_bytes_through_extend_and_compress() -> None:
     assert [column.get(row) for row in (0, 1, 4, 10, 11, 12)] == [
         b"", b"\x01\x00\x02\x00", b"\x07\x00", b"\x03\x00", b"", b"\x04\x00\x05\x00"
     ]
-    keep = np.ones(13, dtype=bool)
-    keep[[0, 4]] = False  # rows 1, 10 and 12 become 0, 8 and 10
-    compressed = column.compress(keep)
+    renumbering = Renumbering(13, 2)  # rows 0 and 4 dropped: rows 1, 10 and 12 become 0, 8 and 10
+    list(renumbering.steps(Tombstones.of_rows(np.array([0, 4]))))
+    compressed = _merge.finish(column.compaction_steps(renumbering, 2))
     assert len(compressed) == 3
     assert [compressed.get(row) for row in (0, 8, 10)] == [b"\x01\x00\x02\x00", b"\x03\x00", b"\x04\x00\x05\x00"]
     assert compressed.get(2) == b""

@@ -75,7 +75,7 @@ def compact(
     generation = int(header.get("generation", 0)) + 1
     info = {name: value for name, value in header.items() if name != "version"}
     info |= {"generation": generation, "compacted_at": _now()}
-    _write_synced(keys_path + NEW, [lf.new_keys_header(generation), data])
+    _write_synced(keys_path + NEW, [lf.new_keys_header(generation), data.data])
     _write_synced(log_path + NEW, [lf.new_header(info), lf.pack_records(kept)])
     directory = os.path.dirname(log_path)
     fsync_directory(directory)
@@ -86,12 +86,12 @@ def compact(
     return {**info, "version": lf.FORMAT_VERSION}
 
 
-def _crcs(data: bytes, ends: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+def _crcs(data: npt.NDArray[np.uint8], ends: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """The key CRCs of keys stored back to back, as records hold them (a format 2 store has none)."""
     return np.array(crcs_of_keys(data, ends), dtype=np.uint64) & np.uint64(lf.KEY_CRC_MASK)
 
 
-def _write_synced(path: str, parts: Iterable[bytes]) -> None:
+def _write_synced(path: str, parts: Iterable[bytes | memoryview]) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         for part in parts:

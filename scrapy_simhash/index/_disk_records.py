@@ -15,6 +15,7 @@ import os
 import numpy as np
 import numpy.typing as npt
 
+from ._growable import GrowableArray
 from ._logfile import key_offsets
 from ._sketches import ShingleColumn
 from ._storage import KeyStore
@@ -75,26 +76,37 @@ def read_keys(keys_path: str, keys_fd: int, records: npt.NDArray) -> tuple[KeySt
     and the shingles that follow the keys of short pages (:mod:`._logfile`)."""
     if not len(records):
         return KeyStore(), ShingleColumn()
-    data, lengths = gather_keys(keys_path, keys_fd, records)
     shingle_bytes = 2 * records["shingles"].astype(np.uint64)
+    key_bytes = int((records["key_length"] - shingle_bytes).sum())
+    room = key_bytes // 8 + (1 << 16)  # (the keys' column grows from there: no copy at the first append)
+    data, lengths = gather_keys(keys_path, keys_fd, records, room)
     if not shingle_bytes.any():
-        return KeyStore.from_buffer(data, np.cumsum(lengths)), ShingleColumn()
+        return _key_store(data, key_bytes, lengths), ShingleColumn()
     # Each span is a key, then its shingles (none for most): split the bytes in two.
     parts = np.column_stack((lengths - shingle_bytes, shingle_bytes)).ravel().astype(np.int64)
     is_key = np.repeat(np.tile(np.array([True, False]), len(records)), parts)
-    joined = np.frombuffer(data, dtype=np.uint8)
-    keys = KeyStore.from_buffer(bytearray(joined[is_key].tobytes()), np.cumsum(lengths - shingle_bytes))
+    joined = data[: int(lengths.sum())]
+    keys = np.empty(key_bytes + room, dtype=np.uint8)
+    np.compress(is_key, joined, out=keys[:key_bytes])
     rows = np.flatnonzero(shingle_bytes)
-    shingles = ShingleColumn(rows, np.cumsum(shingle_bytes[rows]), joined[~is_key].tobytes())
-    return keys, shingles
+    shingles = ShingleColumn(rows, np.cumsum(shingle_bytes[rows]), joined[~is_key])
+    return _key_store(keys, key_bytes, lengths - shingle_bytes), shingles
 
 
-def gather_keys(keys_path: str, keys_fd: int, records: npt.NDArray) -> tuple[bytearray, npt.NDArray[np.uint64]]:
-    """The keys of *records* back to back, and their lengths: read run by run (keys of a
-    namespace are mostly adjacent) into one buffer, so only the parts that hold them are read."""
+def _key_store(data: npt.NDArray[np.uint8], size: int, lengths: npt.NDArray[np.uint64]) -> KeyStore:
+    """The keys of the first *size* bytes of *data* (the rest: room to grow), *lengths* each."""
+    return KeyStore.adopting(GrowableArray.adopting(data, size), GrowableArray(np.uint64, np.cumsum(lengths)))
+
+
+def gather_keys(
+    keys_path: str, keys_fd: int, records: npt.NDArray, room: int = 0
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint64]]:
+    """The keys of *records* back to back (and *room* bytes more after them), and their
+    lengths: read run by run (keys of a namespace are mostly adjacent) into one array, so
+    only the parts that hold them are read."""
     starts, lengths = key_offsets(records), records["key_length"].astype(np.uint64)
     if not len(records):
-        return b"", lengths
+        return np.empty(room, dtype=np.uint8), lengths
     ends = starts + lengths
     size = os.fstat(keys_fd).st_size
     if size < int(ends.max()):
@@ -102,8 +114,10 @@ def gather_keys(keys_path: str, keys_fd: int, records: npt.NDArray) -> tuple[byt
     breaks = np.flatnonzero(starts[1:] != ends[:-1]) + 1
     run_starts = starts[np.concatenate(([0], breaks))].tolist()
     run_ends = ends[np.concatenate((breaks - 1, [len(records) - 1]))].tolist()
-    joined = bytearray(int(lengths.sum()))  # (pread into it: a memory map's page faults took 3x as long)
-    with memoryview(joined) as target:
+    # (pread into it: a memory map's page faults took 3x as long; np.empty, not a
+    # bytearray, which zeroes every byte first)
+    joined = np.empty(int(lengths.sum()) + room, dtype=np.uint8)
+    with joined.data as target:
         at = 0
         for start, end in zip(run_starts, run_ends):
             _read_exactly(keys_fd, target[at : at + end - start], start)

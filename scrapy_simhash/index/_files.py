@@ -43,7 +43,7 @@ def write_new(path: str, data: bytes) -> None:
     os.replace(temporary, path)
 
 
-def write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes | memoryview) -> None:
     """``os.write`` until all of *data* is written (it may write less)."""
     view = memoryview(data)
     while view:

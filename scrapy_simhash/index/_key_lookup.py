@@ -1,192 +1,38 @@
 """Finding an index's records by key: the older versions of a page fetched again.
 
 Each record's key is looked up through a 32-bit CRC of its stored bytes (the same in
-every process, unlike ``hash()``): a :class:`CrcTable` holds the rows sorted by CRC
-(8 bytes a row: CRC and row id) plus the rows added since its last merge, chained by
-CRC in plain ints (as the tables' write buffer in :mod:`.memory`: nothing for the garbage
-collector to walk), merged in once they are ``max(4096, n / 64)``, a slice per row added
-(:func:`._merge.interleave`: no call does the O(n) merge at once). A CRC only narrows the
-search: the keys of the rows it names are then compared (:class:`KeyLookup` here; the
-check script for a Redis worker's mirror). The CRCs themselves: :mod:`._key_crcs`.
+every process, unlike ``hash()``), in a :class:`~._crc_table.CrcTable` of the rows by CRC.
+A CRC only narrows the search: the keys of the rows it names are then compared
+(:class:`KeyLookup` here; the check script for a Redis worker's mirror). The CRCs
+themselves: :mod:`._key_crcs`.
 """
 
 from __future__ import annotations
 
-from array import array
-from collections.abc import Iterator, Sequence
-
-import numpy as np
-import numpy.typing as npt
-
-from . import _merge
+from ._crc_table import CrcTable, KeyArrays
 from ._key_crcs import crcs_of_keys, key_crc
-from ._pages import PageToucher
 from ._storage import KeyStore, encode_key
-
-_MIN_RECENT = 4096
-_EMPTY = np.empty(0, dtype=np.uint32)
-# CRCs of a merge placed per step: random reads into the sorted CRCs, ~1 ms at 10M rows.
-_SEARCHED_PER_STEP = 8192
-
-
-class _Recent:
-    """Rows ``first ...`` and their CRCs: ``crc -> newest row``, and per row the one
-    before it with the same CRC (-1: none)."""
-
-    def __init__(self, first: int) -> None:
-        self.first = first
-        self.crcs = array("I")  # (4 bytes, as np.uint32)
-        self._newest: dict[int, int] = {}
-        self._older = array("q")
-
-    def add(self, crc: int) -> None:
-        row = self.first + len(self.crcs)
-        self.crcs.append(crc)
-        self._older.append(self._newest.get(crc, -1))
-        self._newest[crc] = row
-
-    def rows_with(self, crc: int) -> list[int]:
-        rows, row = [], self._newest.get(crc, -1)
-        while row >= 0:
-            rows.append(row)
-            row = self._older[row - self.first]
-        return rows[::-1]
-
-
-class CrcTable:
-    """Rows ``0, 1, ...`` by their CRC, for a column that only grows at the end."""
-
-    def __init__(self) -> None:
-        self._crcs: npt.NDArray[np.uint32] = _EMPTY  # sorted
-        self._rows: npt.NDArray[np.uint32] = _EMPTY  # the row of each CRC above
-        self._recent = _Recent(0)
-        self._frozen: _Recent | None = None  # being merged by _merging
-        self._merging: Iterator[None] | None = None
-        self.rows = 0  # rows added so far
-
-    def extend(self, crcs: Sequence[int] | npt.NDArray[np.uint32]) -> None:
-        """Add the next rows, with these CRCs."""
-        if len(crcs) >= _MIN_RECENT:  # in bulk (a mirror reading the log): sorted in at once
-            self._merge()
-            self._recent = _Recent(self.rows)
-            self._recent.crcs.frombytes(np.asarray(crcs, dtype=np.uint32).tobytes())
-            self.rows += len(crcs)
-            self._merge()
-            return
-        for crc in crcs.tolist() if isinstance(crcs, np.ndarray) else crcs:
-            self._recent.add(crc)
-            self.rows += 1
-            if self._merging is not None:
-                next(self._merging, None)
-        if len(self._recent.crcs) >= max(_MIN_RECENT, len(self._crcs) // 64):
-            self._start_merge()
-
-    def rows_with(self, crc: int) -> list[int]:
-        """The rows with this CRC, in the order added."""
-        value = np.uint32(crc)  # of the array's type: a Python int would convert the whole array
-        start = int(self._crcs.searchsorted(value))
-        if start < len(self._crcs) and self._crcs[start] == value:  # (a new page's key: seldom)
-            stop = int(self._crcs.searchsorted(value, side="right"))
-            rows = self._rows[start:stop].tolist()
-        else:
-            rows = []
-        if self._frozen is not None:
-            rows += self._frozen.rows_with(crc)
-        return rows + self._recent.rows_with(crc)
-
-    def without_rows_before(self, first: int) -> CrcTable:
-        """A table of rows ``first ...`` only, renumbered from 0."""
-        self._merge()
-        kept = self._rows >= first
-        table = CrcTable()
-        table._crcs, table._rows = self._crcs[kept], self._rows[kept] - np.uint32(first)
-        table.rows = max(self.rows - first, 0)
-        table._recent = _Recent(table.rows)
-        return table
-
-    @property
-    def nbytes(self) -> int:
-        return int(self._crcs.nbytes + self._rows.nbytes)
-
-    def _merge(self) -> None:
-        """Sort every row in now."""
-        if len(self._recent.crcs):
-            self._start_merge()
-        self._finish_merge()
-
-    def _start_merge(self) -> None:
-        self._finish_merge()  # (at the default bound, long done by now)
-        self._frozen, self._recent = self._recent, _Recent(self.rows)
-        self._merging = self._merge_steps(self._frozen)
-
-    def _finish_merge(self) -> None:
-        """Run the merge under way, if any, to its end."""
-        for _ in self._merging or ():
-            pass
-
-    def _merge_steps(self, frozen: _Recent) -> Iterator[None]:
-        """Sort *frozen*'s rows in (stable: the rows of a CRC stay in the order added), a
-        slice of the merged arrays a step; the table answers from the old ones meanwhile."""
-        crcs = np.frombuffer(frozen.crcs, dtype=np.uint32) if len(frozen.crcs) else _EMPTY
-        order = np.argsort(crcs.astype(np.uint16), kind="stable")  # two 16-bit radix passes: ~1 ms
-        yield  # (each, for 131k rows)
-        order = order[np.argsort((crcs[order] >> 16).astype(np.uint16), kind="stable")]
-        new_crcs, new_rows = crcs[order], (order + frozen.first).astype(np.uint32)
-        # after the older rows of a CRC: their places in the merged arrays (a slice a step)
-        targets = np.empty(len(order), dtype=np.int64)
-        for start in range(0, len(order), _SEARCHED_PER_STEP):
-            yield
-            part = slice(start, start + _SEARCHED_PER_STEP)
-            targets[part] = np.searchsorted(self._crcs, new_crcs[part], side="right")
-        targets += np.arange(len(order))
-        size = len(self._crcs) + len(order)
-        merged_crcs, merged_rows = np.empty(size, dtype=np.uint32), np.empty(size, dtype=np.uint32)
-        pages = [PageToucher(merged_crcs), PageToucher(merged_rows)]
-        for low in range(0, size, _merge.STEP_ENTRIES):
-            yield
-            high = min(low + _merge.STEP_ENTRIES, size)
-            for toucher in pages:  # (a step a fresh page: see _pages)
-                yield from toucher.steps_until(high)
-            first, last = np.searchsorted(targets, [low, high])
-            old = slice(low - first, high - last)  # the old entries between
-            _merge.interleave(merged_crcs, low, self._crcs[old], targets[first:last], new_crcs[first:last])
-            _merge.interleave(merged_rows, low, self._rows[old], targets[first:last], new_rows[first:last])
-        self._crcs, self._rows, self._frozen, self._merging = merged_crcs, merged_rows, None, None
-
-
-#: A key lookup settled: its CRCs, sorted, and the row of each (a disk store's snapshot).
-KeyArrays = tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]
-
-
-def kept_rows(arrays: KeyArrays, keep: npt.NDArray[np.bool_]) -> KeyArrays:
-    """*arrays* (:meth:`KeyLookup.settled_arrays`) of the rows *keep* marks, renumbered as
-    a compaction renumbers them (each row less the rows dropped before it)."""
-    crcs, rows = arrays
-    kept = keep[rows]
-    new_numbers = (np.cumsum(keep) - 1).astype(np.uint32)  # (a CRC's rows stay in order)
-    return crcs[kept], new_numbers[rows[kept]]
-
 
 class KeyLookup:
     """The rows of a :class:`KeyStore` (which only grows) that hold a key."""
 
-    def __init__(self) -> None:
-        self._table = CrcTable()
+    def __init__(self, table: CrcTable | None = None) -> None:
+        self._table = table if table is not None else CrcTable()
+
+    @property
+    def table(self) -> CrcTable:
+        """The rows by key CRC (a compaction renumbers them: :meth:`CrcTable.compaction_steps`)."""
+        return self._table
 
     @classmethod
     def from_arrays(cls, arrays: KeyArrays) -> KeyLookup:
         """The lookup of rows ``0 ... len(crcs) - 1``, from :meth:`settled_arrays`."""
-        lookup, (crcs, rows) = cls(), arrays
-        lookup._table._crcs, lookup._table._rows = crcs, rows
-        lookup._table.rows = len(crcs)
-        lookup._table._recent = _Recent(len(crcs))
-        return lookup
+        return cls(CrcTable.of_sorted(arrays))
 
     def settled_arrays(self, keys: KeyStore) -> KeyArrays:
         """Every row of *keys* sorted in: the arrays :meth:`from_arrays` takes back."""
         self.catch_up(keys)
-        self._table._merge()
-        return self._table._crcs, self._table._rows
+        return self._table.settled()
 
     def catch_up(self, keys: KeyStore) -> None:
         """Add the CRCs of the rows of *keys* added since the last call."""

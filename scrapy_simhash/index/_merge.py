@@ -15,7 +15,7 @@ most 1.3-1.6 ms (sorting a table's new rows), ~100 ms in all.
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +29,8 @@ from ._widen import widen_steps
 #: Entries of one table moved per step: ~0.1 ms of NumPy copying (2**18 took ~0.5 ms, and
 #: wrote 1-3 MB of fresh pages a step: see :mod:`._pages`).
 STEP_ENTRIES = 1 << 16
+
+_T = TypeVar("_T")
 
 #: A merge in progress: each ``next()`` does one step; it returns the merged tables.
 MergeSteps = Generator[None, None, SortedBuckets]
@@ -74,15 +76,17 @@ class BufferedTables:
         return np.concatenate([self.sorted.row_fingerprints(), *(b.fingerprints for b in self.buffers())])
 
     def add(self, row: int, fingerprint: int) -> int:
-        """Buffer a row, and run a step of the merge under way; its table-0 bucket key (in the
-        buffer's design)."""
-        key = self.buffer.add(row, fingerprint)
+        """Buffer a row; its table-0 bucket key (in the buffer's design). (The index runs a
+        step of the merge under way after it, :meth:`step`.)"""
+        return self.buffer.add(row, fingerprint)
+
+    def step(self) -> None:
+        """Run a step of the merge under way, if any."""
         if self.merging is not None:
             try:
                 next(self.merging)
             except StopIteration as done:
                 self.sorted, self.merging, self.frozen = done.value, None, None
-        return key
 
     def start_merge(self, design: TableDesign) -> None:
         """Freeze the buffer and merge it a step per :meth:`add`; new rows go into a new
@@ -91,6 +95,20 @@ class BufferedTables:
         first_row = self.buffer.first_row + len(self.buffer)
         self.frozen, self.buffer = self.buffer, WriteBuffer(design, first_row)
         self.merging = merge_steps(self.sorted, self.frozen.fingerprints, self.frozen.first_row, design)
+
+    def freeze_for_compaction(self) -> npt.NDArray[np.uint64]:
+        """Freeze the buffer for a compaction (:mod:`._dropping`; no merge under way): new
+        rows go into a new one, checks search it until :meth:`end_compaction`. Its rows'
+        fingerprints."""
+        first_row = self.buffer.first_row + len(self.buffer)
+        self.frozen, self.buffer = self.buffer, WriteBuffer(self.sorted.design, first_row)
+        return self.frozen.fingerprints
+
+    def end_compaction(self, compacted: SortedBuckets, dropped: int) -> None:
+        """Search *compacted* (the rows before the buffer, *dropped* of them dropped and the
+        others renumbered) and the buffer, renumbered alike."""
+        self.sorted, self.frozen = compacted, None
+        self.buffer.first_row -= dropped
 
     def merge_now(self, fingerprints: npt.NDArray[np.uint64], design: TableDesign) -> None:
         """Merge the buffered rows and then *fingerprints* (rows after them) at once (bulk loads)."""
@@ -179,8 +197,8 @@ def merged(old: SortedBuckets, fingerprints: npt.NDArray[np.uint64], first_row: 
     return finish(merge_steps(old, fingerprints, first_row, design))
 
 
-def finish(steps: MergeSteps) -> SortedBuckets:
-    """Run the remaining steps of a merge; its merged tables."""
+def finish(steps: Generator[None, None, _T]) -> _T:
+    """Run the remaining steps of a merge (or of any steps that return something); what they return."""
     while True:
         try:
             next(steps)

@@ -4,22 +4,23 @@ packed apart (:class:`ShingleColumn`).
 A sketch is 32 bytes (:mod:`scrapy_simhash.core.sketch`), and a short page's carries its
 16-bit shingles after them: up to 400 bytes, for most pages of a documentation site. Held
 as a ``bytes`` object each in a dict they cost ~120 bytes of Python overhead apiece; a
-:class:`ShingleColumn` holds them in one buffer, with the rows that have some (sorted:
-rows are only ever appended) and where each one's bytes end, 16 bytes a short page.
+:class:`ShingleColumn` holds them in one column of bytes, with the rows that have some
+(sorted: rows are only ever appended) and where each one's bytes end, 16 bytes a short page.
 """
 
 from __future__ import annotations
 
 import sys
-from array import array
-from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 
 import numpy as np
 import numpy.typing as npt
 
 from ..core.sketch import SKETCH_BYTES, Confirmation, check_sketch, common_shingles, is_exact, shingles_of
-from ._storage import GrowableArray
+from ._column_steps import kept_spans_steps, kept_values_steps, room_for
+from ._growable import GrowableArray
+from ._pages import PageToucher
+from ._renumbering import Renumbering
 
 _LITTLE_ENDIAN = sys.byteorder == "little"
 
@@ -31,15 +32,21 @@ class ShingleColumn:
         self,
         rows: npt.ArrayLike | None = None,
         ends: npt.ArrayLike | None = None,
-        data: bytes | bytearray = b"",
+        data: bytes | bytearray | npt.NDArray[np.uint8] = b"",
     ) -> None:
         """*rows*: increasing row numbers; *ends*: where each row's bytes end in *data*."""
-        # (arrays of the array module: compact, and appended to one at a time)
-        self._rows = array("q", np.asarray(rows if rows is not None else [], dtype=np.int64).tobytes())
-        self._ends = array("Q", np.asarray(ends if ends is not None else [], dtype=np.uint64).tobytes())
-        self._data = data if isinstance(data, bytearray) else bytearray(data)
+        self._rows = GrowableArray(np.int64, rows)
+        self._ends = GrowableArray(np.uint64, ends)
+        self._data = GrowableArray(np.uint8, np.frombuffer(data, dtype=np.uint8))
         if len(self._rows) != len(self._ends):
             raise ValueError(f"{len(self._rows)} rows but {len(self._ends)} ends")
+
+    @classmethod
+    def adopting(cls, rows: GrowableArray, ends: GrowableArray, data: GrowableArray) -> ShingleColumn:
+        """The column of these arrays, as they are (no copy, nothing checked)."""
+        column = cls()
+        column._rows, column._ends, column._data = rows, ends, data
+        return column
 
     def __len__(self) -> int:
         """How many rows have shingles."""
@@ -47,41 +54,53 @@ class ShingleColumn:
 
     @property
     def nbytes(self) -> int:
-        return len(self._data) + len(self._rows) * 16
+        return self._data.nbytes + self._rows.nbytes + self._ends.nbytes
 
     def get(self, row: int) -> bytes:
         """*row*'s bytes (empty when it has none)."""
-        at = bisect_left(self._rows, row)
-        if at == len(self._rows) or self._rows[at] != row:
+        rows = self._rows.values
+        at = int(rows.searchsorted(row))
+        if at == len(rows) or rows[at] != row:
             return b""
-        return bytes(self._data[(self._ends[at - 1] if at else 0) : self._ends[at]])
+        ends = self._ends.values
+        return self._data.values[(int(ends[at - 1]) if at else 0) : int(ends[at])].tobytes()
 
     def append(self, row: int, shingles: bytes) -> None:
         """Give *row* (past every row that has some) its *shingles* (non-empty)."""
-        if self._rows and row <= self._rows[-1]:
-            raise ValueError(f"row {row} comes before row {self._rows[-1]}")
-        self._data += shingles
+        if len(self._rows) and row <= self._rows.values[-1]:
+            raise ValueError(f"row {row} comes before row {self._rows.values[-1]}")
+        self._data.extend_bytes(shingles)
         self._rows.append(row)
         self._ends.append(len(self._data))
 
     def extend_from(self, other: ShingleColumn, first_row: int) -> None:
         """Append *other*'s rows, renumbered from *first_row*."""
-        if not len(other):
-            return
-        start = len(self._data)
-        self._data += other._data
-        self._rows.extend(array("q", (np.frombuffer(other._rows, dtype=np.int64) + first_row).tobytes()))
-        self._ends.extend(array("Q", (np.frombuffer(other._ends, dtype=np.uint64) + np.uint64(start)).tobytes()))
+        self._ends.extend(np.uint64(len(self._data)) + other._ends.values)
+        self._rows.extend(other._rows.values + first_row)
+        self._data.extend(other._data.values)
 
-    def compress(self, keep: npt.NDArray[np.bool_]) -> ShingleColumn:
-        """The rows *keep* keeps (a mask over all rows), renumbered."""
-        rows, ends = np.frombuffer(self._rows, dtype=np.int64), np.frombuffer(self._ends, dtype=np.uint64)
-        starts = np.concatenate(([0], ends[:-1])).astype(np.uint64)
-        kept = keep[rows]
-        new_rows = (np.cumsum(keep) - 1)[rows[kept]]
-        data = b"".join(self._data[int(a) : int(b)] for a, b in zip(starts[kept], ends[kept]))
-        lengths = (ends - starts)[kept]
-        return ShingleColumn(new_rows, np.cumsum(lengths, dtype=np.uint64), data)
+    def rows_from(self, first: int) -> ShingleColumn:
+        """The bytes of rows ``first ...``, renumbered from 0, in a new column."""
+        rows, ends = self._rows.values, self._ends.values
+        at = int(rows.searchsorted(first))
+        start = int(ends[at - 1]) if at else 0
+        return ShingleColumn(rows[at:] - first, ends[at:] - np.uint64(start), self._data.values[start:])
+
+    def compaction_steps(self, renumbering: Renumbering, step: int) -> Generator[None, None, ShingleColumn]:
+        """The bytes of the rows *renumbering* keeps, renumbered, in a new column."""
+        entries = int(self._rows.values.searchsorted(renumbering.rows))  # (the rows before it began)
+        data, ends = yield from kept_spans_steps(lambda: (self._ends.values, self._data.values),
+                                                 lambda part: renumbering.keep[self._rows.values[part]], entries, step)
+        rows = np.empty(len(ends) + room_for(len(ends)), dtype=np.int64)
+        pages, at = PageToucher(rows), 0
+        for start in range(0, entries, step):
+            old = self._rows.values[start : min(start + step, entries)]
+            new = renumbering.new_rows(old[renumbering.keep[old]])
+            yield from pages.steps_until(at + len(new))
+            rows[at : at + len(new)] = new
+            at += len(new)
+            yield
+        return ShingleColumn.adopting(GrowableArray.adopting(rows, at), ends, data)
 
 
 class SketchStore:
@@ -179,8 +198,17 @@ class SketchStore:
             verdicts.append((similarity is not None, similarity))
         return verdicts
 
-    def compress(self, keep: npt.NDArray[np.bool_]) -> SketchStore:
-        return SketchStore(self.rows[keep].reshape(-1), self._shingles.compress(keep))
+    def rows_from(self, first: int) -> SketchStore:
+        """The sketches of rows ``first ...``, in a new store."""
+        return SketchStore(self._words.values[first * self.WORDS :], self._shingles.rows_from(first))
+
+    def compaction_steps(self, renumbering: Renumbering, step: int) -> Generator[None, None, SketchStore]:
+        """The sketches of the rows *renumbering* keeps, in a new store, *step* rows a step."""
+        words = yield from kept_values_steps(lambda: self._words.values, renumbering, step, self.WORDS)
+        shingles = yield from self._shingles.compaction_steps(renumbering, step)
+        store = SketchStore(shingles=shingles)
+        store._words = words
+        return store
 
 
 _NO_SKETCH = np.zeros(SketchStore.WORDS, dtype=np.uint64)

@@ -34,15 +34,23 @@ def widen_steps(
     the wider buckets of *design*, about *step* rows a step; they return the new tables."""
     every = np.empty(first_row + len(fingerprints), dtype=np.uint64)
     yield from PageToucher(every).steps_until(len(every))
-    yield from _row_fingerprints(old, every, step)
+    yield from row_fingerprint_steps(old, every, step)
     every[first_row:] = fingerprints
-    widened = SortedBuckets.empty(design, len(every))
+    return (yield from sorted_steps(every, design, step))
+
+
+def sorted_steps(
+    fingerprints: npt.NDArray[np.uint64], design: TableDesign, step: int
+) -> Generator[None, None, SortedBuckets]:
+    """Steps that sort rows ``0 ... n - 1`` (their *fingerprints*) into new tables of
+    *design*, about *step* rows a step; they return the tables."""
+    tables = SortedBuckets.empty(design, len(fingerprints))
     for table in range(len(design.tables)):
-        yield from _sorted_in(widened, every, table, step)
-    return widened
+        yield from _sorted_in(tables, fingerprints, table, step)
+    return tables
 
 
-def _row_fingerprints(old: SortedBuckets, out: npt.NDArray[np.uint64], step: int) -> Iterator[None]:
+def row_fingerprint_steps(old: SortedBuckets, out: npt.NDArray[np.uint64], step: int) -> Iterator[None]:
     """Fill ``out[row]`` with every row's fingerprint, a range of table 0's buckets a step."""
     directory = old.directories[0].astype(np.int64)
     buckets, start = len(directory) - 1, 0

@@ -14,7 +14,8 @@ import numpy.typing as npt
 
 from ..core.fingerprint import check_fingerprint
 from ..core.sketch import check_sketch
-from ._storage import GrowableArray, KeyStore, entry_columns
+from ._growable import GrowableArray
+from ._storage import KeyStore, entry_columns
 from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex
 
 

@@ -26,10 +26,11 @@ from ..core.sketch import check_sketch
 from . import _logfile as lf
 from ._design_choice import bulk_design
 from ._diskstore import KEYS_NAME, LOG_NAME, DiskStore
+from ._pages import one_call
 from ._snapshot import SNAPSHOT_MIN_ROWS, read_snapshot, snapshot_path, write_snapshot
 from ._sketches import SketchStore
 from ._storage import fingerprint_array
-from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex
+from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, Verdict
 from .memory import MemoryIndex
 
 logger = logging.getLogger(__name__)
@@ -93,6 +94,10 @@ class DiskIndex(SimhashIndex):
         if match is None:
             self.add(fingerprint, key, sketch)  # on disk first, then in memory
         return match
+
+    def replace_if_new(self, fingerprint: int, key: str, wildcard: int = 0, sketch: bytes | None = None) -> Verdict:
+        with one_call():  # (a removal and an insert: one turn of the index's upkeep for both)
+            return super().replace_if_new(fingerprint, key, wildcard, sketch)
 
     def query(self, fingerprint: int, wildcard: int = 0, sketch: bytes | None = None) -> list[Match]:
         return self._memory.query(fingerprint, wildcard, sketch)

@@ -14,8 +14,9 @@ Layout, with no Python object per fingerprint:
 * a small write buffer of recent rows (:class:`~._write_buffer.WriteBuffer`), merged
   into the sorted arrays once it holds ``max(4096, min(n / 64, 131072))`` rows, a step
   per insert (:mod:`._merge`: no call does the O(n) merge at once);
-* removed rows as a set of tombstones, compacted away when they outnumber both
-  the buffer bound and 1/4 of the rows.
+* removed rows as a set of tombstones, dropped for good when they outnumber both the
+  buffer bound and 1/4 of the rows, by a compaction run a step per insert and removal
+  (:mod:`._compacting`, :mod:`._dropping`: no call does it at once either).
 
 A probe reads the rows of its bucket in every table and keeps those within
 ``max_distance``: exact (see :mod:`._tables` and :mod:`._slices`). It runs in one C pass
@@ -34,20 +35,25 @@ import numpy.typing as npt
 from ..core.fingerprint import check_fingerprint
 from ..core.sketch import check_sketch
 from ._buckets import SortedBuckets, bucket_stats, hint_of, probe_kernel, row_hints
+from ._compacting import CompactingRows
 from ._design_choice import design_for_size, starting_design
-from ._key_lookup import KeyArrays, KeyLookup, kept_rows
+from ._dropping import Compaction
+from ._key_lookup import KeyArrays, KeyLookup
 from ._merge import BufferedTables
+from ._pages import one_call, take_turn
 from ._sketches import SketchStore
-from ._storage import GrowableArray, KeyStore, entry_columns, fingerprint_array
+from ._growable import GrowableArray
+from ._storage import KeyStore, entry_columns, fingerprint_array
 from ._tables import TableDesign
-from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex
+from ._tombstones import Tombstones
+from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, Verdict
 
 _MIN_BUFFER = 4096
 _MAX_BUFFER = 1 << 17
 _ITEMS_CHUNK = 65536
 
 
-class MemoryIndex(SimhashIndex):
+class MemoryIndex(CompactingRows, SimhashIndex):
     """Exact near-duplicate search in memory; see the module doc for the layout.
 
     *design* fixes the tables (see :func:`~._tables.make_design`); by default
@@ -77,7 +83,9 @@ class MemoryIndex(SimhashIndex):
         self._hints = GrowableArray(np.uint8)  # one a row: see SortedBuckets.fingerprint_of
         self._keys = KeyStore()
         self._sketches = SketchStore()
-        self._removed: set[int] = set()
+        self._removed = Tombstones()
+        self._compaction: Compaction | None = None
+        self._releasing: Iterator[None] | None = None
         self._key_lookup: KeyLookup | None = None  # built by the first search by key (or prepare_key_lookups)
         #: Rows kept in the write buffer before a merge (None: the default bound).
         self.buffer_limit: int | None = None
@@ -117,8 +125,7 @@ class MemoryIndex(SimhashIndex):
     def settled_tables(self) -> SortedBuckets:
         """The sorted tables with every row merged in and the removed ones dropped (renumbering
         the rows as a reopened disk store will): what a disk store's snapshot holds."""
-        if self._removed:
-            self._compact()
+        self._compact_now()
         self._tables.merge_now(np.empty(0, dtype=np.uint64), self.design)
         return self._tables.sorted
 
@@ -143,6 +150,10 @@ class MemoryIndex(SimhashIndex):
         fingerprint, sketch = check_fingerprint(fingerprint), check_sketch(sketch)
         self._append(fingerprint, key, sketch)
 
+    def replace_if_new(self, fingerprint: int, key: str, wildcard: int = 0, sketch: bytes | None = None) -> Verdict:
+        with one_call():  # (a removal and an insert: one turn of upkeep for both)
+            return super().replace_if_new(fingerprint, key, wildcard, sketch)
+
     def _add_unmatched(self, fingerprint: int, key: str, wildcard: int, sketch: bytes | None) -> Match | None:
         self.add(fingerprint, key, sketch)  # one writer: nothing can have come meanwhile
         return None
@@ -162,6 +173,7 @@ class MemoryIndex(SimhashIndex):
 
     def extend_rows(self, fingerprints: npt.NDArray[np.uint64], keys: KeyStore, sketches: SketchStore) -> None:
         """Append rows in bulk from columns already checked (one merge into the tables)."""
+        self._finish_compaction()
         self._keys.extend_from(keys)
         self._sketches.extend_from(sketches)
         self._hints.extend(row_hints(self.design, fingerprints))
@@ -180,8 +192,9 @@ class MemoryIndex(SimhashIndex):
         return self._remove_rows(self._rows_of_key(key))
 
     def fingerprints_of(self, key: str) -> list[int]:
+        rows = self._rows_of_key(key)  # (first: it may end a compaction, renumbering the rows)
         hints = self._hints.values
-        return [self._tables.fingerprint_of(row, int(hints[row])) for row in self._rows_of_key(key)]
+        return [self._tables.fingerprint_of(row, int(hints[row])) for row in rows]
 
     def settled_key_lookup(self) -> KeyArrays | None:
         """The key lookup's arrays for every row (after :meth:`settled_tables`: no row
@@ -193,15 +206,16 @@ class MemoryIndex(SimhashIndex):
 
     def _rows_of_key(self, key: str) -> list[int]:
         """The live rows stored under *key*, oldest first."""
-        return [row for row in self._lookup().rows_of(key, self._keys) if row not in self._removed]
+        return [row for row in self._lookup().rows_of(key, self._keys) if not self._is_removed(row)]
 
     def _lookup(self) -> KeyLookup:
         if self._key_lookup is None:
+            self._finish_compaction()  # (it is built over every row at once anyway, renumbered)
             self._key_lookup = KeyLookup()
         return self._key_lookup
 
     def __len__(self) -> int:
-        return len(self._hints) - len(self._removed)
+        return len(self._hints) - self._removed_count()
 
     def items(self) -> Iterator[tuple[int, str]]:
         for row, fingerprint in self._live_rows():
@@ -217,7 +231,7 @@ class MemoryIndex(SimhashIndex):
         for start in range(0, len(fps), _ITEMS_CHUNK):  # chunks: no list of n ints at once
             chunk = fps[start : start + _ITEMS_CHUNK].tolist()
             for row, fingerprint in enumerate(chunk, start):
-                if row not in self._removed:
+                if not self._is_removed(row):
                     yield row, fingerprint
 
     def describe(self) -> dict[str, Any]:
@@ -225,7 +239,9 @@ class MemoryIndex(SimhashIndex):
             **super().describe(),
             "design": self.design.describe(),
             "buffered": sum(map(len, self._tables.buffers())),
-            "removed_pending": len(self._removed),
+            "removed_pending": self._removed_count(),
+            "compaction": None if self._compaction is None else {
+                "steps": self._compaction.steps_taken, "bytes": self._compaction.nbytes},
             "probe": probe_kernel(),
         }
         if len(self):  # per fingerprint means nothing for an empty index
@@ -236,10 +252,14 @@ class MemoryIndex(SimhashIndex):
 
     def memory_usage(self) -> dict[str, int]:
         """Allocated bytes of the index structure (the write buffers' arrays included), the
-        keys (and their lookup, once built) and the sketches."""
+        keys (and their lookup, once built), the sketches, and the new columns of a
+        compaction under way."""
         index_bytes = self._tables.sorted.nbytes + self._hints.nbytes + self._tables.buffer_bytes
+        index_bytes += sum(removed.nbytes for removed in self._tombstones())
         key_bytes = self._keys.nbytes + (self._key_lookup.nbytes if self._key_lookup is not None else 0)
-        return {"index_bytes": index_bytes, "key_bytes": key_bytes, "sketch_bytes": self._sketches.nbytes}
+        compaction_bytes = self._compaction.nbytes if self._compaction is not None else 0
+        return {"index_bytes": index_bytes, "key_bytes": key_bytes, "sketch_bytes": self._sketches.nbytes,
+                "compaction_bytes": compaction_bytes}
 
     def bucket_stats(self) -> dict[str, Any]:
         """Bucket sizes of the sorted part: largest, skew, candidates per probe."""
@@ -248,18 +268,24 @@ class MemoryIndex(SimhashIndex):
     # -- internals ------------------------------------------------------------
 
     def _append(self, fingerprint: int, key: str, sketch: bytes | None) -> None:
+        """Store a row, and run this call's turn of upkeep (:func:`._pages.one_call`)."""
         row = len(self._hints)
-        self._keys.append(key)  # first: it validates the key
-        self._sketches.append(sketch)
-        self._hints.append(hint_of(self.design, self._tables.add(row, fingerprint), fingerprint))
-        if len(self._tables.buffer) >= self._buffer_bound():
-            self.design = self._design_for(len(self._hints))  # new rows bucketed as the merged tables
-            self._tables.start_merge(self.design)
+        with one_call():
+            self._keys.append(key)  # first: it validates the key
+            self._sketches.append(sketch)
+            self._hints.append(hint_of(self.design, self._tables.add(row, fingerprint), fingerprint))
+            if self._tables.merging is not None and take_turn():
+                self._tables.step()
+            if len(self._tables.buffer) >= self._buffer_bound() and self._merge_may_start():
+                self.design = self._design_for(len(self._hints))  # new rows bucketed as the merged tables
+                self._tables.start_merge(self.design)
+            self._upkeep(removal=False)
 
     def _remove_rows(self, rows: list[int]) -> int:
-        self._removed.update(rows)
-        if len(self._removed) > max(self._buffer_bound(), len(self._hints) // 4):
-            self._compact()
+        if rows:
+            self._removed.add(rows)
+            with one_call():
+                self._upkeep(removal=True)
         return len(rows)
 
     def _buffer_bound(self) -> int:
@@ -270,13 +296,7 @@ class MemoryIndex(SimhashIndex):
     def _probe(self, fingerprint: int, wildcard: int = 0) -> dict[int, int]:
         """``{row: fingerprint}`` of every live row within ``max_distance`` off *wildcard*."""
         found = self._tables.matches(fingerprint, self.max_distance, wildcard)
-        return self._live(found) if self._removed else found
-
-    def _live(self, found: dict[int, int]) -> dict[int, int]:
-        """*found* without the removed rows (tombstones)."""
-        for row in self._removed.intersection(found) if self._removed else ():
-            del found[row]
-        return found
+        return self._live(found) if self._removed or self._compaction is not None else found
 
     def _matches(self, query: int, found: dict[int, int], sketch: bytes | None = None) -> list[Match]:
         """The matches of *found* rows (``{row: fingerprint}``), those whose sketch does not
@@ -308,15 +328,3 @@ class MemoryIndex(SimhashIndex):
         else:
             self._tables = BufferedTables(built, len(built))
             self._tables.merge_now(fingerprints[len(built) :], self.design)
-
-    def _compact(self) -> None:
-        """Drop removed rows for good (renumbers rows, so rebuilds the tables)."""
-        keep = np.ones(len(self._hints), dtype=bool)
-        keep[list(self._removed)] = False
-        fingerprints = self._tables.row_fingerprints()[keep]
-        if self._key_lookup is not None:  # the rows renumbered, in one vectorized pass
-            self._key_lookup = KeyLookup.from_arrays(kept_rows(self._key_lookup.settled_arrays(self._keys), keep))
-        self._keys = self._keys.compress(keep)
-        self._sketches = self._sketches.compress(keep)
-        self._removed = set()
-        self._reset_tables(fingerprints)

@@ -3,7 +3,7 @@
 The log (see :mod:`._lua`) only grows, so a worker holds records
 ``first_seq ... position - 1`` in a :class:`~._records.RecordIndex` (row ``r`` is
 record ``first_seq + r``; the keys stay in Redis), their key CRCs in a
-:class:`~._key_lookup.CrcTable`, the last ones read in :class:`~._recent.RecentRecords`
+:class:`~._crc_table.CrcTable`, the last ones read in :class:`~._recent.RecentRecords`
 until they are many, and the tombstones it has seen. A search here finds every
 candidate among those records (and every record that may be under a key); the check
 script confirms them (their sketches and keys stay in Redis) and covers the records
@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...core.sketch import estimated_similarity, exact_similarity
-from .._key_lookup import CrcTable
+from .._crc_table import CrcTable
 from ._layout import pack, reply_text, unpack_crcs, unpack_fingerprints
 from ._keys import decode_stored_key
 from ._recent import RecentRecords

@@ -7,11 +7,13 @@ a record costs the worker only its fingerprint and its rows in the tables.
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
+from .._renumbering import Renumbering
 from .._sketches import SketchStore
 from .._storage import KeyStore
 from ..memory import MemoryIndex
@@ -43,8 +45,12 @@ class NoSketches(SketchStore):
     def distances(self, rows: npt.NDArray[np.intp], sketch: bytes) -> npt.NDArray[np.int64]:
         return np.full(len(rows), -1, dtype=np.int64)  # as rows stored without a sketch
 
-    def compress(self, keep: npt.NDArray[np.bool_]) -> NoSketches:
-        return NoSketches(int(np.count_nonzero(keep)))
+    def rows_from(self, first: int) -> NoSketches:
+        return NoSketches(self._rows - first)
+
+    def compaction_steps(self, renumbering: Renumbering, step: int) -> Generator[None, None, NoSketches]:
+        yield from ()  # (nothing to copy)
+        return NoSketches(renumbering.kept)
 
 
 class RecordIndex(MemoryIndex):
