@@ -70,18 +70,21 @@ def kernel() -> str:
     return "python" if _extract is None else "c"
 
 
-def extract_main_blocks(root: etree._Element, url: str | None = None) -> list[str]:
+def extract_main_blocks(root: etree._Element, url: str | None = None, *, title: str | None = None) -> list[str]:
     """The text blocks of the main content of a parsed page (see the module doc), at
-    *url* if known (:mod:`.digests` tells the page's own links by it).
+    *url* if known (:mod:`.digests` tells the page's own links by it). *title*: its
+    :func:`.text.page_title`, when the caller read it already (else read here).
 
     Invisible elements (:data:`.text.INVISIBLE_TAGS`) are left out, whether *root*
     still has them or not (``parse_html(..., strip_invisible=False)``).
     """
-    blocks = extract_leaving_tree(root, url)
-    return blocks if blocks is not None else _extract_in_python(root, url)
+    blocks = extract_leaving_tree(root, url, title=title)
+    return blocks if blocks is not None else _extract_in_python(root, url, title)
 
 
-def extract_leaving_tree(root: etree._Element, url: str | None = None) -> list[str] | None:
+def extract_leaving_tree(
+    root: etree._Element, url: str | None = None, *, title: str | None = None
+) -> list[str] | None:
     """:func:`extract_main_blocks` without modifying the tree, or None when that cannot be
     done here: the C code was not built, or the tree holds what it does not model (entity
     references, line numbers past 65534). For a tree that is someone else's too, such as
@@ -90,19 +93,22 @@ def extract_leaving_tree(root: etree._Element, url: str | None = None) -> list[s
     if _extract is None:
         return None
     try:
-        return without_repeats(_extract.main_blocks(root, *c_arguments(root, url)))
+        return without_repeats(_extract.main_blocks(root, *c_arguments(root, url, title)))
     except _extract.Unsupported:
         return None
 
 
-def c_arguments(root: etree._Element, url: str | None) -> tuple[str | None, tuple[bytes, ...]]:
+def c_arguments(
+    root: etree._Element, url: str | None, title: str | None = None
+) -> tuple[str | None, tuple[bytes, ...]]:
     """What :mod:`._extract`'s ``main_blocks`` takes after the root: the page's document
     name (:func:`.digests.page_document`) and its title's parts (:func:`.heading.title_parts`)."""
-    return digests.page_document(url), tuple(part.encode() for part in heading.title_parts(page_title(root)))
+    title = page_title(root) if title is None else title
+    return digests.page_document(url), tuple(part.encode() for part in heading.title_parts(title))
 
 
-def _extract_in_python(root: etree._Element, url: str | None = None) -> list[str]:
-    title = page_title(root)  # (before <head> is stripped)
+def _extract_in_python(root: etree._Element, url: str | None = None, title: str | None = None) -> list[str]:
+    title = page_title(root) if title is None else title  # (before <head> is stripped)
     digests.remove_digests(root, url)  # first: its measures count the text of scripts, as the C code does
     strip_invisible_elements(root)  # a walk of the tree, when it was stripped already
     body = body_of(root)

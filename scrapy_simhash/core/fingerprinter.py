@@ -111,7 +111,7 @@ class Fingerprinter:
         title = text.page_title(root)
         if self._extract is content.extract_main_blocks:
             # (Which leaves invisible elements out itself, in C, without a walk of the tree.)
-            return content.extract_main_blocks(root, url), title
+            return content.extract_main_blocks(root, url, title=title), title
         text.strip_invisible_elements(root)
         return self._extract(root), title
 
@@ -135,10 +135,11 @@ class Fingerprinter:
         except text.NotHtmlError as exc:
             return FingerprintResult(None, skip_reason=exc.reason)
         root = tree() if whole else None
-        raw = content.extract_leaving_tree(root, url) if root is not None else None
+        title = text.page_title(root) if root is not None else ""
+        raw = content.extract_leaving_tree(root, url, title=title) if root is not None else None
         if raw is None:
             return self.from_html(html, url=url)
-        return self._from_raw_blocks(raw, text.page_title(root), url)
+        return self._from_raw_blocks(raw, title, url)
 
     def _from_raw_blocks(self, raw_blocks: list[str], title: str, url: str | None) -> FingerprintResult:
         blocks = content_blocks(raw_blocks)
