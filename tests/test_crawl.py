@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +117,29 @@ def test_a_hosts_index_opens_off_the_reactor(
     drops = crawler.spider.dropped_pages
     assert {frozenset({local_url(d.url), local_url(d.duplicate_of)}) for d in drops} == DEMO_NEAR_DUPLICATES
     assert opened_in and threading.main_thread().name not in opened_in
+
+
+def test_a_disk_index_writes_and_fsyncs_off_the_reactor(
+    demo_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With SIMHASH_FSYNC, a disk index's checks write and fsync its log in worker threads,
+    one call at a time: the reactor thread waits on the disk only to open and close the
+    store, never in a check."""
+    in_checks: list[str] = []  # the threads of the fsyncs made by checks
+    fsync = os.fsync
+
+    def recording(fd: int) -> None:
+        if any(frame.name == "replace_if_new" for frame in traceback.extract_stack()):
+            in_checks.append(threading.current_thread().name)
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    settings = {"SIMHASH_INDEX": str(tmp_path / "store"), "SIMHASH_FSYNC": "always"}
+    crawler = crawl(RecordingSpider, settings, start_url=demo_url)
+    drops = crawler.spider.dropped_pages
+    assert {frozenset({local_url(d.url), local_url(d.duplicate_of)}) for d in drops} == DEMO_NEAR_DUPLICATES
+    assert len(in_checks) >= crawler.stats.get_value("simhash/kept")  # (an fsync a write)
+    assert threading.main_thread().name not in in_checks
 
 
 def test_a_sample_of_the_dev_corpus_is_deduplicated(corpus_sample: CorpusSample) -> None:

@@ -40,6 +40,7 @@ __all__ = [
     "check_index_spec",
     "is_shared_spec",
     "open_index",
+    "uses_disk",
 ]
 
 
@@ -110,6 +111,11 @@ def check_index_spec(spec: object) -> str:
 def is_shared_spec(spec: str | os.PathLike[str] | None) -> bool:
     """Whether *spec* names a network index (Redis), whose every call may block."""
     return spec is not None and os.fspath(spec).startswith(_REDIS_SCHEMES)
+
+
+def uses_disk(spec: str | os.PathLike[str] | None) -> bool:
+    """Whether *spec* names an on-disk store (a path: neither memory nor Redis)."""
+    return spec is not None and os.fspath(spec) != "memory" and not is_shared_spec(spec)
 
 
 def stored_signature(spec: str | os.PathLike[str] | None, namespace: str = "") -> str:
