@@ -56,7 +56,7 @@ _TEXTS = st.lists(_WORDS, max_size=6).map("".join)
 _CLASSES = st.sampled_from(
     ["", "content", "sidebar", "nav", "ad", "post-body", "comments", "menu main", "row", "share-bar", "SideBar",
      "sphinxsidebar", "siteFooter", "howtogetheader", "domain", "posting", "section", "header", "headertitle",
-     "title"]
+     "title", "\u01c4Footer", "Straße-footer", "İnav"]
 )
 _ATTRIBUTES = st.lists(
     st.one_of(
@@ -64,7 +64,8 @@ _ATTRIBUTES = st.lists(
         st.sampled_from(["footer", "post", "s-meta", "par_id123", "main-content", "csrf-cookie-age",
                          "host-header-poisoning", "widgets"]).map(lambda name: f'id="{name}"'),
         st.sampled_from(['role="navigation"', 'role="main"', "hidden", 'aria-hidden="true"']),
-        st.sampled_from(['style="display: none"', 'style="color: red"', 'data-x="1"', 'href="/a"']),
+        st.sampled_from(['style="display: none"', 'style="color: red"', 'data-x="1"', 'href="/a"',
+                         'style="VISIBILITY :\u3000Hidden"', 'style="d\u0131splay:none"']),
     ),
     max_size=3,
 ).map(" ".join)

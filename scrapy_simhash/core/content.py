@@ -207,7 +207,9 @@ def _configure_c_code() -> None:
     )  # fmt: skip
     counts = (descent.MAX_CONTESTANTS, textsize.MAX_SIZED_AT_ONCE, boilerplate.MIN_SECTION_PROSE, entries.MIN_ENTRIES)
     credit = (is_credit_line, boilerplate.CREDIT_BRACKETS, boilerplate.CREDIT_FIRST_LETTERS)
+    # (the C verdict asks names.attributes_say_boilerplate only about a few rare styles)
     _extract.configure(tags, names.attributes_say_boilerplate, credit, shares, counts)
+    _extract.configure_names(*names.RULES)
     _extract.configure_digests(digests.MIN_ENTRIES, digests.COVER, digests.MAX_CHARS_PER_LINK)
 
 

@@ -52,9 +52,21 @@ _ID_PARTS = (*(part for part in _FRAME_PARTS if part in _ID_WORDS), "toc")
 _CONTENT_WORDS = frozenset("article articles body content contents main post posts entry entries story".split())
 _CONTENT_PARTS = ("content", "article")
 
+# Hidden by its style: "display: none", "visibility: hidden", in any case and spacing.
+_HIDDEN_STYLES = (("display", "none"), ("visibility", "hidden"))
+
 _LETTER_RUNS = re.compile(r"[^\W\d_]+")
 _CASE_CHANGE = re.compile(r"(?<=[a-z])(?=[A-Z])")
-_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_HIDDEN_STYLE = re.compile(
+    "|".join(rf"{re.escape(name)}\s*:\s*{re.escape(value)}" for name, value in _HIDDEN_STYLES), re.IGNORECASE
+)
+
+#: These rules as the C twin (``extract_c/names.c``) takes them (``content._configure_c_code``),
+#: so that they are written here only.
+RULES: Final = (
+    _BOILERPLATE_ROLES, _HIDDEN_STYLES, (_CLASS_WORDS, _FRAME_PARTS), (_ID_WORDS, _ID_PARTS),
+    (_CONTENT_WORDS, _CONTENT_PARTS),
+)
 
 
 def name_words(names: str) -> list[str]:

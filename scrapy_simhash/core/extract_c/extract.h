@@ -14,8 +14,9 @@
  * corpus and on generated pages). Where a tree holds what this does not model (entity
  * references, line numbers past 65534), it raises Unsupported and
  * scrapy_simhash.core.content runs the Python code. The rules (tag classes, shares,
- * the attribute and credit-line verdicts) come from the Python modules (module.c,
- * configure()), so they are written once.
+ * the vocabularies of the attribute verdicts, the credit-line verdict) come from the
+ * Python modules (module.c, configure(); names_rules.c, configure_names()), so they are
+ * written once.
  */
 #ifndef SCRAPY_SIMHASH_EXTRACT_H
 #define SCRAPY_SIMHASH_EXTRACT_H
@@ -59,7 +60,7 @@ enum {
 /* The rules, from configure(). */
 typedef struct {
     PyObject *tags;                             /* dict: tag name (bytes) -> class bits */
-    PyObject *verdict;                          /* ((name, value), ...) -> bool: boilerplate by attributes */
+    PyObject *verdict;                          /* names.attributes_say_boilerplate, where names.c asks it */
     PyObject *credit;                           /* str -> bool: a credit or legal line */
     PyObject *credit_brackets, *credit_letters; /* str: how one may start */
     double descend_share, fair_share, winner_share, winner_margin, link_density, prose_share, pruned_share, link_share;
@@ -150,6 +151,32 @@ enum { NOT_BOILERPLATE, BY_ROLE, BY_NAME, MAIN_BY_ROLE, BY_COMPOUND };
 INTERNAL void extract_forget_verdicts(void);
 INTERNAL int extract_main_container(Tree *tree, int prose, long total, int *behind, int *n_behind);
 INTERNAL PyObject *extract_blocks(const Tree *tree, const int *kept, int n_kept, int links_are_content);
+
+/* ---- Boilerplate by its attributes: names.attributes_say_boilerplate (names.c) ---- */
+
+/* What a word of a class or id says (names._says, word by word). */
+enum {
+    CLASS_WORD = 1 << 0,   /* in names._CLASS_WORDS */
+    ID_WORD = 1 << 1,      /* in names._ID_WORDS */
+    CONTENT_WORD = 1 << 2, /* in names._CONTENT_WORDS */
+    FRAME_PART = 1 << 3,   /* starts or ends with one of names._FRAME_PARTS */
+    ID_PART = 1 << 4,      /* ... of names._ID_PARTS */
+    CONTENT_PART = 1 << 5, /* ... of names._CONTENT_PARTS */
+};
+enum { N_PART_KINDS = 3 };
+
+/* names.RULES, their str as UTF-8 bytes (names_rules.c, configure_names()). */
+typedef struct {
+    PyObject *roles;               /* tuple: names._BOILERPLATE_ROLES */
+    PyObject *styles;              /* tuple of (property, value), lower-cased: names._HIDDEN_STYLES */
+    PyObject *words;               /* dict: a word of the vocabularies -> its bits */
+    PyObject *parts[N_PART_KINDS]; /* tuples: the frame's, the id's, the content's */
+} NameRules;
+
+INTERNAL extern NameRules extract_name_rules;
+INTERNAL int extract_attribute_verdict(const char *key, Py_ssize_t length);
+INTERNAL PyObject *extract_attribute_verdict_of_pairs(PyObject *module, PyObject *pairs);
+INTERNAL PyObject *extract_configure_names(PyObject *module, PyObject *args);
 
 /* ---- The page's heading (heading.c) and lists judged whole (entries.c) ---- */
 

@@ -202,6 +202,11 @@ static PyMethodDef methods[] = {
      "collapse_blocks(joined, boundary, need_letter): text.normalize_blocks after its NFKC and case-folding."},
     {"block_keys", extract_block_keys, METH_VARARGS,
      "block_keys(blocks, short_block): templates.block_key of each block."},
+    {"configure_names", extract_configure_names, METH_VARARGS,
+     "configure_names(roles, hidden_styles, (class words, frame parts), (id words, id parts), (content words, "
+     "content parts)): names.RULES, which attribute_verdict reads."},
+    {"attribute_verdict", extract_attribute_verdict_of_pairs, METH_O,
+     "attribute_verdict(pairs): names.attributes_say_boilerplate(pairs), in C (names.c)."},
     {"configure", configure, METH_VARARGS,
      "configure(tags, verdict, (credit, its brackets, its first letters), (descend, fair, winner, margin, link "
      "density, prose, pruned, pruned link shares, winner's lead,"

@@ -1,7 +1,7 @@
 /* Boilerplate by its role (boilerplate.prune_boilerplate): elements marked removed.
  *
- * The verdicts on attributes come from Python (names.attributes_say_boilerplate)
- * and are remembered here by the attributes' bytes: a site repeats them on every page.
+ * The verdicts on attributes (names.c) are remembered here by the attributes' bytes: a
+ * site repeats them on every page.
  */
 #include "extract.h"
 
@@ -53,34 +53,6 @@ append_value(Buffer *buffer, const xmlAttr *attribute)
     return 0;
 }
 
-/* The attributes as element.items() gives them: ((name, value), ...). */
-static PyObject *
-attribute_pairs(const xmlNode *node)
-{
-    PyObject *pairs = PyList_New(0);
-    Buffer name = {0}, value = {0};
-    for (const xmlAttr *attribute = node->properties; pairs != NULL && attribute != NULL; attribute = attribute->next) {
-        name.length = value.length = 0;
-        PyObject *pair = NULL;
-        if (append_name(&name, attribute) == 0 && append_value(&value, attribute) == 0) {
-            pair = Py_BuildValue("(s#s#)", name.data ? name.data : "", name.length, value.data ? value.data : "",
-                                 value.length);
-        }
-        if (pair == NULL || PyList_Append(pairs, pair) < 0) {
-            Py_CLEAR(pairs);
-        }
-        Py_XDECREF(pair);
-    }
-    PyMem_Free(name.data);
-    PyMem_Free(value.data);
-    if (pairs == NULL) {
-        return NULL;
-    }
-    PyObject *tuple = PyList_AsTuple(pairs);
-    Py_DECREF(pairs);
-    return tuple;
-}
-
 void
 extract_forget_verdicts(void)
 {
@@ -91,7 +63,8 @@ extract_forget_verdicts(void)
     n_verdicts = 0;
 }
 
-/* boilerplate.attribute_verdict: a verdict (extract.h), or -1 with an exception. */
+/* boilerplate.attribute_verdict: a verdict (extract.h), or -1 with an exception. `key`
+ * gets the attributes as names.c reads them: "name\0value\0" each. */
 int
 extract_named_boilerplate(const xmlNode *node, Buffer *key)
 {
@@ -117,18 +90,10 @@ extract_named_boilerplate(const xmlNode *node, Buffer *key)
             return known->verdict;
         }
     }
-    PyObject *pairs = attribute_pairs(node);
-    PyObject *answer = pairs ? PyObject_CallOneArg(extract_rules.verdict, pairs) : NULL;
-    Py_XDECREF(pairs);
-    long answered = answer ? PyLong_AsLong(answer) : -1;
-    Py_XDECREF(answer);
-    if (answered < NOT_BOILERPLATE || answered > BY_COMPOUND) {
-        if (!PyErr_Occurred()) {
-            PyErr_Format(PyExc_ValueError, "a verdict is 0, 1, 2, 3 or 4, not %ld", answered);
-        }
+    int verdict = extract_attribute_verdict(key->data, key->length);
+    if (verdict < 0) {
         return -1;
     }
-    int verdict = (int)answered;
     if (n_verdicts >= MAX_VERDICTS) {
         extract_forget_verdicts(); /* simpler than LRU; a site's attributes come back at once */
         for (slot = (size_t)(hash % VERDICT_SLOTS); verdicts[slot].key != NULL; slot = (slot + 1) % VERDICT_SLOTS) {
