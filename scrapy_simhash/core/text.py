@@ -14,10 +14,14 @@ import unicodedata
 from lxml import etree
 from w3lib.encoding import html_body_declared_encoding, html_to_unicode, read_bom
 
+from .folding import fold_class
+
 try:
     from . import _extract  # C, built at install when a compiler is there (see content.py)
 except ImportError:
     _extract = None  # type: ignore[assignment]
+else:
+    _extract.configure_folding(fold_class)
 
 #: Pages larger than this are cut before parsing: the main text of a real page is
 #: far smaller, and an unbounded body must not stall a crawl.
@@ -222,6 +226,10 @@ def normalize_blocks(blocks: list[str], *, with_letter: bool = False) -> list[st
     >>> normalize_blocks(["ÉTÉ", "2024-01-12"], with_letter=True)
     ['été']
     """
+    if _extract is not None:  # a character at a time, when no character changes its neighbours (.folding)
+        folded = _extract.fold_blocks(blocks, BLOCK_BOUNDARY, with_letter)
+        if folded is not None:
+            return folded
     joined = _nfkc(BLOCK_BOUNDARY.join(blocks)).casefold()
     if _extract is not None:  # the same, in one pass of C over the characters
         return _extract.collapse_blocks(joined, BLOCK_BOUNDARY, with_letter)

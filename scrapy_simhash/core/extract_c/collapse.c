@@ -36,12 +36,11 @@ is_letter(Py_UCS4 character)
     return Py_UNICODE_ISALNUM(character) && !Py_UNICODE_ISDECIMAL(character);
 }
 
-static PyObject *
-collapse(PyObject *joined, Py_UCS4 boundary, int need_letter)
+/* The blocks of the n characters of `data` (a PyUnicode kind: fold.c hands it its own
+ * UCS-4 buffer). */
+PyObject *
+extract_collapse_chars(int kind, const void *data, Py_ssize_t n, Py_UCS4 boundary, int need_letter)
 {
-    Py_ssize_t n = PyUnicode_GET_LENGTH(joined);
-    int kind = PyUnicode_KIND(joined);
-    const void *data = PyUnicode_DATA(joined);
     Chars block = {PyMem_Malloc(sizeof(Py_UCS4) * ((size_t)n + 1)), 0};
     PyObject *blocks = PyList_New(0);
     if (block.data == NULL || blocks == NULL) {
@@ -81,5 +80,6 @@ extract_collapse_blocks(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "UCp:collapse_blocks", &joined, &boundary, &need_letter)) {
         return NULL;
     }
-    return collapse(joined, (Py_UCS4)boundary, need_letter);
+    return extract_collapse_chars(PyUnicode_KIND(joined), PyUnicode_DATA(joined), PyUnicode_GET_LENGTH(joined),
+                                  (Py_UCS4)boundary, need_letter);
 }

@@ -218,6 +218,10 @@ INTERNAL int extract_find_digests(const xmlNode *root, const char *own, const xm
 /* ---- Normalised blocks (collapse.c) ---- */
 
 INTERNAL PyObject *extract_collapse_blocks(PyObject *module, PyObject *args);
+INTERNAL PyObject *extract_collapse_chars(int kind, const void *data, Py_ssize_t n, Py_UCS4 boundary,
+                                          int need_letter);
+INTERNAL PyObject *extract_fold_blocks(PyObject *module, PyObject *args);
+INTERNAL PyObject *extract_configure_folding(PyObject *module, PyObject *classify);
 INTERNAL PyObject *extract_block_keys(PyObject *module, PyObject *args);
 
 #endif
