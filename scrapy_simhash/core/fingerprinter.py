@@ -135,9 +135,9 @@ class Fingerprinter:
         except text.NotHtmlError as exc:
             return FingerprintResult(None, skip_reason=exc.reason)
         root = tree() if whole else None
-        title = text.page_title(root) if root is not None else ""
+        title = text.page_title(root) if root is not None else None
         raw = content.extract_leaving_tree(root, url, title=title) if root is not None else None
-        if raw is None:
+        if raw is None or title is None:
             return self.from_html(html, url=url)
         return self._from_raw_blocks(raw, title, url)
 
