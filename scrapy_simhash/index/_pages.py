@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -33,17 +32,27 @@ HUGE_PAGE = 2 << 20
 _call = threading.local()  # depth: calls open in this thread; spent: their turn was taken
 
 
-@contextmanager
-def one_call() -> Iterator[None]:
+class _OneCall:
+    """The context of :func:`one_call`: a class, not a generator (a check opens two or three)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        depth = getattr(_call, "depth", 0)
+        if not depth:
+            _call.spent = False
+        _call.depth = depth + 1
+
+    def __exit__(self, *exc_info: object) -> None:
+        _call.depth -= 1
+
+
+_ONE_CALL = _OneCall()
+
+
+def one_call() -> _OneCall:
     """Mark the index's work inside as one call (nested calls join the outer one)."""
-    depth = getattr(_call, "depth", 0)
-    if not depth:
-        _call.spent = False
-    _call.depth = depth + 1
-    try:
-        yield
-    finally:
-        _call.depth = depth
+    return _ONE_CALL
 
 
 def take_turn() -> bool:
