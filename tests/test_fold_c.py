@@ -103,3 +103,6 @@ def test_bad_blocks_are_refused() -> None:
         BUILT.fold_blocks(["ok", b"bytes"], BLOCK_BOUNDARY, True)
     with pytest.raises(TypeError):
         BUILT.fold_blocks(("a tuple",), BLOCK_BOUNDARY, True)
+    # normalize_blocks takes any iterable of blocks: what is not a list goes the slow way, whole.
+    assert text.normalize_blocks(block for block in ["Ｈｅｌｌｏ", "ÉTÉ"]) == ["hello", "été"]
+    assert text.normalize_blocks(("Ｈｅｌｌｏ", "ÉTÉ")) == ["hello", "été"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 
 from lxml import etree
 from w3lib.encoding import html_body_declared_encoding, html_to_unicode, read_bom
@@ -217,7 +218,7 @@ def normalize(content: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", content).casefold().split())
 
 
-def normalize_blocks(blocks: list[str], *, with_letter: bool = False) -> list[str]:
+def normalize_blocks(blocks: Iterable[str], *, with_letter: bool = False) -> list[str]:
     """:func:`normalize` each block, in one NFKC and case-fold call; empty ones dropped,
     and (*with_letter*) those without a letter (a lone counter, a date, "|").
 
@@ -226,7 +227,8 @@ def normalize_blocks(blocks: list[str], *, with_letter: bool = False) -> list[st
     >>> normalize_blocks(["ÉTÉ", "2024-01-12"], with_letter=True)
     ['été']
     """
-    if _extract is not None:  # a character at a time, when no character changes its neighbours (.folding)
+    if _extract is not None and isinstance(blocks, list):
+        # A character at a time, where no character changes its neighbours (.folding).
         folded = _extract.fold_blocks(blocks, BLOCK_BOUNDARY, with_letter)
         if folded is not None:
             return folded
