@@ -111,9 +111,9 @@ serialise(const Tree *tree, int index, int links_are_content, Buffer *out)
     return 0;
 }
 
-/* str.isspace() of UTF-8 text (not empty): decided at its first other character. */
-static int
-is_space(const char *s, Py_ssize_t length)
+/* str.isspace() of UTF-8 text (true when empty): decided at its first other character. */
+int
+extract_is_space(const char *s, Py_ssize_t length)
 {
     const unsigned char *u = (const unsigned char *)s;
     for (Py_ssize_t at = 0; at < length;) {
@@ -215,7 +215,7 @@ split(const char *s, Py_ssize_t length, int links_are_content, Buffer *spans)
     for (Py_ssize_t start = 0; start <= length;) {
         Py_ssize_t end = extract_find_marker(s, start, length, BOUNDARY_MARK, BOUNDARY_MARK);
         end = end < 0 ? length : end;
-        if (end > start && !is_space(s + start, end - start)) {
+        if (end > start && !extract_is_space(s + start, end - start)) {
             Span span = {start, end, 0};
             span.link_list = !links_are_content && extract_find_marker(s, start, end, OPEN_MARK, OPEN_MARK) >= 0
                              && is_link_list(s + start, end - start);

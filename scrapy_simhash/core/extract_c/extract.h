@@ -120,6 +120,7 @@ INTERNAL int extract_flatten(Tree *tree, const xmlNode *root, const xmlNode *con
 INTERNAL Py_ssize_t extract_find_marker(const char *s, Py_ssize_t from, Py_ssize_t length, unsigned char first,
                                         unsigned char last);
 INTERNAL int extract_append(Buffer *buffer, const char *data, Py_ssize_t length);
+INTERNAL int extract_is_space(const char *s, Py_ssize_t length);
 INTERNAL int extract_decode_utf8(const unsigned char *u, Py_ssize_t at, Py_ssize_t length, Py_UCS4 *code);
 INTERNAL int extract_grow(void **array, int *capacity, int needed, size_t item);
 

@@ -64,22 +64,6 @@ is_a_part(const Buffer *text, PyObject *parts)
     return 0;
 }
 
-/* Whether a text holds a character that is not a space (str.strip() leaves something). */
-static int
-has_text(const Text *text)
-{
-    const unsigned char *u = (const unsigned char *)text->content;
-    for (Py_ssize_t i = 0; i < text->bytes;) {
-        Py_UCS4 code;
-        int size = extract_decode_utf8(u, i, text->bytes, &code);
-        if (size == 0 || !Py_UNICODE_ISSPACE(code)) {
-            return 1;
-        }
-        i += size;
-    }
-    return 0;
-}
-
 /* heading._all_link_text: all of the element's text is inside links (a site's name linking home). */
 static int
 all_link_text(const Tree *tree, int index)
@@ -89,7 +73,8 @@ all_link_text(const Tree *tree, int index)
     for (int at = element->start + 1; at < element->end; at++) {
         const Event *event = &tree->events[at];
         if (event->kind == TEXT) {
-            if (links == 0 && has_text(&tree->texts[event->index])) {
+            const Text *text = &tree->texts[event->index];
+            if (links == 0 && !extract_is_space(text->content, text->bytes)) { /* (text outside a link) */
                 return 0;
             }
         } else if (tree->elements[event->index].flags & LINK) {
