@@ -19,7 +19,7 @@
 enum { FOLD_UNKNOWN, FOLD_KEEP, FOLD_SPACE, FOLD_OTHER, FOLD_MAPPED };
 
 static unsigned char fold_classes[0x10000]; /* what each BMP character is, once asked */
-static PyObject *fold_mapped;               /* code point -> its folded NFKC (str) */
+static PyObject *fold_texts[0x10000];       /* the str a FOLD_MAPPED character becomes */
 static PyObject *fold_classify;             /* text.fold_class */
 
 typedef struct {
@@ -60,9 +60,8 @@ class_of(Py_UCS4 character)
     }
     int found = -1;
     if (PyUnicode_Check(answer)) {
-        PyObject *key = PyLong_FromUnsignedLong(character);
-        found = key != NULL && PyDict_SetItem(fold_mapped, key, answer) == 0 ? FOLD_MAPPED : -1;
-        Py_XDECREF(key);
+        Py_XSETREF(fold_texts[character], Py_NewRef(answer));
+        found = FOLD_MAPPED;
     } else {
         long value = PyLong_AsLong(answer);
         if (value >= FOLD_KEEP && value <= FOLD_OTHER) {
@@ -91,15 +90,7 @@ push_folded(Folded *folded, Py_UCS4 character)
     case FOLD_OTHER:
         return 1;
     case FOLD_MAPPED: {
-        PyObject *key = PyLong_FromUnsignedLong(character);
-        PyObject *text = key ? PyDict_GetItemWithError(fold_mapped, key) : NULL; /* (borrowed) */
-        Py_XDECREF(key);
-        if (text == NULL) {
-            if (!PyErr_Occurred()) {
-                PyErr_SetString(PyExc_RuntimeError, "a folded character was forgotten");
-            }
-            return -1;
-        }
+        PyObject *text = fold_texts[character];
         for (Py_ssize_t at = 0; at < PyUnicode_GET_LENGTH(text); at++) {
             if (push(folded, PyUnicode_READ_CHAR(text, at)) < 0) {
                 return -1;
@@ -173,12 +164,10 @@ extract_configure_folding(PyObject *module, PyObject *classify)
         PyErr_SetString(PyExc_TypeError, "classify must be callable");
         return NULL;
     }
-    PyObject *mapped = PyDict_New();
-    if (mapped == NULL) {
-        return NULL;
-    }
-    Py_XSETREF(fold_mapped, mapped);
     Py_XSETREF(fold_classify, Py_NewRef(classify));
     memset(fold_classes, FOLD_UNKNOWN, sizeof(fold_classes)); /* (another classifier: ask again) */
+    for (size_t character = 0; character < sizeof(fold_classes); character++) {
+        Py_CLEAR(fold_texts[character]);
+    }
     Py_RETURN_NONE;
 }
