@@ -59,9 +59,10 @@ class NearDuplicateChecker:
         # of a host's Redis index, in SIMHASH_SCOPE="domain"), and a disk index's when
         # SIMHASH_FSYNC has it fsync its log. Without fsync, its appends only reach the page
         # cache (a few us), less than a thread's round trip (~0.1 ms of CPU a check).
-        self._in_thread = is_shared_spec(config.index) or (uses_disk(config.index) and config.fsync is not None)
+        disk_in_thread = uses_disk(config.index) and config.fsync is not None
+        self._in_thread = is_shared_spec(config.index) or disk_in_thread
         # Redis' clients are thread-safe; a disk index takes one call at a time.
-        self._one_call = threading.Lock() if not is_shared_spec(config.index) else contextlib.nullcontext()
+        self._one_call = threading.Lock() if disk_in_thread else contextlib.nullcontext()
         self._checked = CheckedKeys.of_crawl(job_dir(crawler.settings), kind)
         self._log_next_match = True
         self._index_errors = 0  # in a row: the first is warned of, the count logged when it is back
