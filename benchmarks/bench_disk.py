@@ -5,6 +5,7 @@
     python benchmarks/bench_disk.py --hosts 200 --sizes 1000000   # one namespace per host
     python benchmarks/bench_disk.py --fsync --sizes 1000000       # add_if_new with each SIMHASH_FSYNC
     python benchmarks/bench_disk.py --compaction --sizes 10000000 # reopen that rewrites a reset store
+    python benchmarks/bench_disk.py --sizes 100000000 --cold      # reopen with the files out of the page cache (root)
 
 With --compaction the store is filled, reset (``SIMHASH_INDEX_RESET``) and filled again
 with as many other entries: the next open finds half of its records dead, and rewrites
@@ -50,7 +51,9 @@ def bulk_insert(path: str, size: int, seed: int = 1, reset: bool = False) -> flo
     return time.perf_counter() - started
 
 
-def reopen(path: str) -> tuple[float, DiskIndex]:
+def reopen(path: str, cold: bool = False) -> tuple[float, DiskIndex]:
+    if cold:
+        drop_page_cache()
     started = time.perf_counter()
     index = DiskIndex(path)
     return time.perf_counter() - started, index
@@ -75,12 +78,23 @@ def queries_per_second(index: SimhashIndex, batch: int = _PROBES, probes: int = 
     return probes / (time.perf_counter() - started)
 
 
-def run(size: int) -> dict[str, str]:
+def drop_page_cache() -> None:
+    """Write the dirty pages, then drop the clean ones: the store's files are read from the
+    disk again, as after a reboot (Linux, as root)."""
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as control:
+            control.write("3\n")
+    except OSError as exc:
+        raise SystemExit(f"--cold needs root on Linux to drop the page cache: {exc}") from exc
+
+
+def run(size: int, cold: bool = False) -> dict[str, str]:
     path = tempfile.mkdtemp(prefix="bench-disk-")
     try:
         insert_seconds = bulk_insert(path, size)
         file_bytes = _file_bytes(path)
-        reopen_seconds, index = reopen(path)
+        reopen_seconds, index = reopen(path, cold)
         with index:
             latencies = add_latencies(index)
             qps = queries_per_second(index)
@@ -178,6 +192,7 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, help="spread the entries over this many namespaces, time opening them")
     parser.add_argument("--fsync", action="store_true", help="add_if_new latency with each SIMHASH_FSYNC")
     parser.add_argument("--compaction", action="store_true", help="time the reopen that compacts a reset store")
+    parser.add_argument("--cold", action="store_true", help="drop the page cache before the reopen (root)")
     args = parser.parse_args()
     sizes = args.sizes or ([100_000] if args.quick else [1_000_000, 10_000_000])
     if args.fsync:
@@ -189,7 +204,7 @@ def main() -> None:
     if args.hosts:
         print_table([run_hosts(size, args.hosts) for size in sizes])
         return
-    print_table([run(size) for size in sizes])
+    print_table([run(size, args.cold) for size in sizes])
 
 
 if __name__ == "__main__":

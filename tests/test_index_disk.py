@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash.index import DiskIndex, IndexFormatError, SimhashIndexError, open_index
+from scrapy_simhash.index import _files
 from scrapy_simhash.index import _logfile as lf
 from scrapy_simhash.index.brute import BruteForceIndex
 
@@ -392,3 +393,20 @@ def test_keys_read_in_a_thread_give_the_same_entries(tmp_path: Path, monkeypatch
     with DiskIndex(tmp_path) as index:
         assert sorted(index.items()) == sorted(entries)
         assert index.fingerprints_of(entries[5][1]) == [entries[5][0]]
+
+
+@pytest.mark.parametrize(("offset", "wanted"), [(0, 100), (5, 40), (90, 30), (100, 8), (3, 0)])
+def test_read_into_reads_in_parts_up_to_the_end_of_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, offset: int, wanted: int
+) -> None:
+    monkeypatch.setattr(_files, "READ_CHUNK", 7)  # many parts, the last one short
+    data = bytes(range(100))
+    (tmp_path / "f").write_bytes(data)
+    target = bytearray(wanted)
+    fd = os.open(tmp_path / "f", os.O_RDONLY)
+    try:
+        read = _files.read_into(fd, memoryview(target), offset)
+    finally:
+        os.close(fd)
+    assert read == len(data[offset : offset + wanted])
+    assert bytes(target[:read]) == data[offset : offset + wanted]

@@ -15,7 +15,8 @@ import os
 import numpy as np
 import numpy.typing as npt
 
-from ._growable import GrowableArray
+from ._files import read_into
+from ._growable import GrowableArray, capacity_for
 from ._logfile import key_offsets
 from ._sketches import ShingleColumn
 from ._storage import KeyStore
@@ -95,7 +96,9 @@ def read_keys(keys_path: str, keys_fd: int, records: npt.NDArray) -> tuple[KeySt
 
 def _key_store(data: npt.NDArray[np.uint8], size: int, lengths: npt.NDArray[np.uint64]) -> KeyStore:
     """The keys of the first *size* bytes of *data* (the rest: room to grow), *lengths* each."""
-    return KeyStore.adopting(GrowableArray.adopting(data, size), GrowableArray(np.uint64, np.cumsum(lengths)))
+    ends = np.empty(capacity_for(len(lengths)), dtype=np.uint64)
+    np.cumsum(lengths, out=ends[: len(lengths)])  # (in place: 0.8 GB at 100M entries, not a copy of them)
+    return KeyStore.adopting(GrowableArray.adopting(data, size), GrowableArray.adopting(ends, len(lengths)))
 
 
 def gather_keys(
@@ -126,9 +129,7 @@ def gather_keys(
 
 
 def _read_exactly(fd: int, target: memoryview, offset: int) -> None:
-    """Fill *target* from *fd* at *offset* (a read may return less: at most ~2 GB on Linux)."""
-    while len(target):
-        read = os.preadv(fd, [target], offset)
-        if read <= 0:
-            raise IndexFormatError(f"keys.log ended at byte {offset}, before the keys its records point at")
-        target, offset = target[read:], offset + read
+    """Fill *target* from *fd* at *offset*, or raise: the file ends before."""
+    read = read_into(fd, target, offset)
+    if read < len(target):
+        raise IndexFormatError(f"keys.log ended at byte {offset + read}, before the keys its records point at")

@@ -22,6 +22,7 @@ import numpy.typing as npt
 from . import _logfile as lf
 from ._disk_records import RecordsAtOpen, read_keys
 from ._files import write_all
+from ._growable import GrowableArray
 from ._replay import live_entries
 from ._sketches import SketchStore
 from ._storage import KeyStore, encode_key
@@ -189,9 +190,10 @@ class DiskStore(StoreFiles):
             return records["fingerprint"].copy(), keys, SketchStore(records["sketch"], shingles)
         with ThreadPoolExecutor(1) as pool:  # the keys read (I/O, a copy) while the columns are copied
             read = pool.submit(read_keys, self.keys_path, self._keys_fd, records)
-            sketches, fingerprints = records["sketch"].copy(), records["fingerprint"].copy()
+            # (the sketches straight into their column: one copy of 3.2 GB at 100M entries, not two)
+            words, fingerprints = GrowableArray(np.uint64, records["sketch"]), records["fingerprint"].copy()
             keys, shingles = read.result()
-            return fingerprints, keys, SketchStore(sketches, shingles)
+            return fingerprints, keys, SketchStore.adopting(words, shingles)
 
     @_locked
     def flush(self) -> None:

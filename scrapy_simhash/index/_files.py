@@ -12,6 +12,8 @@ import os
 from .base import IndexFormatError, SimhashIndexError
 
 LOCK_NAME = "lock"
+#: Bytes per read of :func:`read_into`.
+READ_CHUNK = 64 << 20
 
 
 def lock_directory(directory: str) -> int:
@@ -57,3 +59,26 @@ def fsync_directory(directory: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def read_into(fd: int, target: memoryview, offset: int) -> int:
+    """Fill *target* from *fd* at *offset*; the bytes read (fewer only at the end of the file).
+
+    For the files a reopen reads whole into memory (the keys of 100M entries: 5.5 GB): the
+    kernel is told the reads are sequential (a larger read-ahead), and to drop each part
+    from its cache once copied, where it would only push out what the process allocates
+    next. Cold, the keys of 100M entries were read in 28-32 s at a reopen, 1.5 GB/s on
+    this disk otherwise (see the README, "disk store, reopen").
+    """
+    advise = getattr(os, "posix_fadvise", None)  # (Linux, not macOS)
+    if advise is not None:
+        advise(fd, offset, len(target), os.POSIX_FADV_SEQUENTIAL)
+    done = 0
+    while done < len(target):
+        read = os.preadv(fd, [target[done : done + READ_CHUNK]], offset + done)
+        if read <= 0:
+            break
+        if advise is not None:
+            advise(fd, offset + done, read, os.POSIX_FADV_DONTNEED)
+        done += read
+    return done

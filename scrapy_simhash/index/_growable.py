@@ -29,13 +29,18 @@ _COPY_PER_VALUE = 64  # values copied per value appended while moving: 512 bytes
 _ROW_BYTES = 4096  # what a row appends at most (a sketch's words, a key's bytes)
 
 
+def capacity_for(size: int) -> int:
+    """The values a new column of *size* values has room for, before it grows."""
+    return max(_MIN_CAPACITY, size + size // 16)
+
+
 class GrowableArray:
     """An append-only 1-D NumPy array."""
 
     def __init__(self, dtype: npt.DTypeLike, values: npt.ArrayLike | None = None) -> None:
         initial = np.asarray(values if values is not None else [], dtype=dtype)
         self._size = initial.size
-        self._data = np.empty(max(_MIN_CAPACITY, self._size + self._size // 16), dtype=dtype)
+        self._data = np.empty(capacity_for(self._size), dtype=dtype)
         self._data[: self._size].reshape(initial.shape)[...] = initial  # (a strided column: one copy)
         self._next: npt.NDArray[Any] | None = None  # the larger copy being filled
         self._next_pages: PageToucher | None = None  # _next's pages, faulted in one by one

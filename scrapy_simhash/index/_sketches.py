@@ -120,6 +120,13 @@ class SketchStore:
         self._shingles = shingles if shingles is not None else ShingleColumn()
 
     @classmethod
+    def adopting(cls, words: GrowableArray, shingles: ShingleColumn) -> SketchStore:
+        """The store of these columns, as they are (no copy, nothing checked)."""
+        store = cls()
+        store._words, store._shingles = words, shingles
+        return store
+
+    @classmethod
     def from_sketches(cls, sketches: Iterable[bytes | None]) -> SketchStore:
         """Checked sketches (:func:`~scrapy_simhash.core.sketch.check_sketch`), in one copy."""
         empty, checked = bytes(SKETCH_BYTES), list(map(check_sketch, sketches))

@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._buckets import SortedBuckets
+from ._files import read_into
 from ._key_lookup import KeyArrays
 from ._tables import TableDesign, make_design
 
@@ -109,10 +110,12 @@ def _read(file: BinaryIO, fingerprints: npt.NDArray[np.uint64], design: TableDes
     tables = SortedBuckets.empty(built, rows)
     key_lookup = (np.empty(rows, dtype=np.uint32), np.empty(rows, dtype=np.uint32)) if has_keys else None
     arrays = _arrays(tables, key_lookup)
+    offset = file.tell()
     for array in arrays:
-        if file.readinto(memoryview(array).cast("B")) != array.nbytes:
+        if read_into(file.fileno(), memoryview(array).cast("B"), offset) != array.nbytes:
             return _ignored(file.name, "it is cut short")
-    if file.read(1) or _crc_of(arrays) != arrays_crc:
+        offset += array.nbytes
+    if os.fstat(file.fileno()).st_size != offset or _crc_of(arrays) != arrays_crc:
         return _ignored(file.name, "its tables are damaged")
     return Snapshot(tables, key_lookup)
 
