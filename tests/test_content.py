@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import pytest
+from c_modules import python_instead_of
 
 from scrapy_simhash.core import boilerplate, content, text
 from scrapy_simhash.core.boilerplate import prune_boilerplate
@@ -260,3 +263,45 @@ def test_a_repost_leaves_out_its_credit_lines_and_the_title_its_template_repeats
     )
     assert _extract(repost) == _extract(original)
     assert "Models" in _extract(original)
+
+
+def _chapter_page(entries: list[str]) -> str:
+    """A book's chapter page as DocBook writes it: its title in a title page's header, then
+    its table of contents, all links, between the book's navigation bars."""
+    toc = "".join(f"<dt><span class='sect1'><a href='s{n}.html'>{entry}</a></span></dt>" for n, entry in enumerate(entries))
+    return (
+        "<html><head><title>Chapter 7. Booting Into Your New System</title></head><body>"
+        "<div class='navheader'><table><tr><th>Chapter 7. Booting Into Your New System</th></tr>"
+        "<tr><td><a href='prev.html'>Prev</a></td><td><a href='next.html'>Next</a></td></tr></table></div>"
+        "<div class='chapter'><div class='titlepage'><div><div><h1 class='title'>"
+        "<a name='boot-new'></a>Chapter 7. Booting Into Your New System</h1></div></div></div>"
+        f"<div class='toc'><p><b>Table of Contents</b></p><dl class='toc'>{toc}</dl></div></div>"
+        "<div class='navfooter'><table><tr><td>6.4. Loading Missing Firmware</td>"
+        "<td><a href='index.html'>Home</a></td><td>7.1. The Moment of Truth</td></tr></table></div></body></html>"
+    )
+
+
+@pytest.mark.parametrize("python", [False, True])
+def test_a_chapter_page_keeps_its_table_of_contents_beside_its_title(python: bool) -> None:
+    # The descent goes into the column of the page's <h1> when a sidebar outweighs an
+    # article; a column holding the heading alone is a title, and the content beside it.
+    entries = ["7.1. The Moment of Truth", "7.2. Mounting encrypted volumes", "7.2.1. Troubleshooting", "7.3. Log In"]
+    with python_instead_of("extraction") if python else nullcontext():
+        extracted = _extract(_chapter_page(entries))
+    assert "Chapter 7. Booting Into Your New System" in extracted
+    assert all(entry in extracted for entry in entries)
+
+
+def test_a_repost_of_a_chapter_page_keeps_its_table_of_contents_too() -> None:
+    # A repost's template prints the title above the article's own, and its credit lines:
+    # the link lists are weighed without those, which go anyway, as in the original.
+    entries = ["7.1. The Moment of Truth", "7.2. Mounting encrypted volumes", "7.3. Log In"]
+    toc = "".join(f"<dt><a href='s{n}.html'>{entry}</a></dt>" for n, entry in enumerate(entries))
+    repost = (
+        "<html><head><title>Chapter 7. Booting_Example News</title></head><body><div class='article'>"
+        "<h1>Chapter 7. Booting</h1><p>2020-03-30 12:56 来源：http://example.org/ch07.html 作者：someone</p>"
+        f"<div class='body'><h2>Chapter 7. Booting</h2><p>Contents</p><dl>{toc}</dl></div>"
+        "<p>（责任编辑：王伟）</p></div></body></html>"
+    )
+    extracted = _extract(repost)
+    assert all(entry in extracted for entry in entries)

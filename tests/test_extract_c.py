@@ -123,6 +123,22 @@ def test_sections_named_like_boilerplate_give_the_python_blocks(section: str) ->
     assert c_blocks == python_blocks
 
 
+@needs_c
+@pytest.mark.parametrize("article", [
+    "<h2>Chapter 7</h2><h1>Chapter 7</h1><p>Contents</p><dl><dt><a href='/a'>7.1. The Moment of Truth</a></dt>"
+    "<dt><a href='/b'>7.2. Mounting volumes</a></dt></dl><p>（责任编辑：王伟）</p>",
+    "<p>2023-06-28 21:04 来源：新华社 作者：王伟</p><h1><a href='/t'>Title</a></h1><p> Title </p>"
+    "<ul><li><a href='/a'>first entry</a></li><li><a href='/b'>second entry</a></li></ul>",
+    "<p>\ue001Title</p><p>Title\ue002</p><div><a href='/x'>a long link text, longer than the rest</a></div>",
+    "<p>Copyright © 2024 Example</p><p>One</p><p>Two</p><div><a href='/x'>links</a> <a href='/y'>more links</a></div>",
+])  # fmt: skip
+def test_link_lists_weighed_without_credit_lines_and_a_repeated_title_give_the_python_blocks(article: str) -> None:
+    for html in (f"<html><body><div>{article}</div></body></html>",
+                 f"<html><body><div class='post'>{article}</div><div class='side'><a href='/n'>nav</a></div></body></html>"):
+        c_blocks, python_blocks = both_ways(html)
+        assert c_blocks == python_blocks
+
+
 #: A heading in a container named boilerplate (heading.lost_by_name), as generated docs print it.
 _HEADED_PAGES = st.tuples(
     _TITLES,

@@ -163,8 +163,24 @@ def _without_link_lists(blocks: list[str]) -> list[str]:
     kept = [block for block in blocks if LINK_OPEN not in block or not _is_link_list(block)]
     if len(kept) == len(blocks):
         return blocks
-    kept_chars = sum(visible_chars(block) for block in kept)
-    return kept if 2 * kept_chars >= sum(visible_chars(block) for block in blocks) else blocks
+    weighed = _weighed(blocks)
+    kept_chars = sum(visible_chars(block) for block in weighed if LINK_OPEN not in block or not _is_link_list(block))
+    return kept if 2 * kept_chars >= sum(visible_chars(block) for block in weighed) else blocks
+
+
+def _weighed(blocks: list[str]) -> list[str]:
+    """The *blocks* that :func:`_without_link_lists` weighs: not what goes anyway, the
+    credit lines and a first block that the next one repeats (:func:`without_repeats`;
+    a repost's template prints the title above the article's own). Weighed with them, a
+    chapter's title and table of contents lost its entries in a repost, kept in the original."""
+    weighed = [block for block in blocks if not is_credit_line(block)]
+    if len(weighed) > 1 and _words(weighed[0]) == _words(weighed[1]):
+        return weighed[1:]
+    return weighed
+
+
+def _words(block: str) -> list[str]:
+    return block.replace(LINK_OPEN, "").replace(LINK_CLOSE, "").split()
 
 
 def _is_link_list(block: str) -> bool:
@@ -203,7 +219,7 @@ def _configure_c_code() -> None:
     shares = (
         descent.DESCEND_SHARE, descent.FAIR_SHARE, descent.WINNER_SHARE, descent.WINNER_MARGIN,
         _MAX_LINK_DENSITY, _MIN_PROSE_SHARE, boilerplate.MAX_PRUNED_SHARE, boilerplate.MAX_LINK_SHARE,
-        descent.WINNER_LEAD, entries.MIN_TEXT_SHARE,
+        descent.WINNER_LEAD, entries.MIN_TEXT_SHARE, descent.HEADING_ALONE,
     )  # fmt: skip
     counts = (descent.MAX_CONTESTANTS, textsize.MAX_SIZED_AT_ONCE, boilerplate.MIN_SECTION_PROSE, entries.MIN_ENTRIES)
     credit = (is_credit_line, boilerplate.CREDIT_BRACKETS, boilerplate.CREDIT_FIRST_LETTERS)

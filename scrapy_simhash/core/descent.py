@@ -2,7 +2,8 @@
 
 From ``<body>`` (or the page's only ``<main>``/``<article>``), descend into the child holding
 most of the page's prose, text not inside links, so navigation lists weigh nothing; into
-the column holding the page's ``<h1>`` when a long sidebar outweighs a short article; or
+the column holding the page's ``<h1>`` when a long sidebar outweighs a short article (not
+into the heading alone); or
 into a clear winner (a forum's first post). Headings and paragraphs passed on the way are
 kept; the descent never enters a paragraph or a code listing. Sizes come from
 :mod:`.textsize`, each child measured at most once.
@@ -21,6 +22,10 @@ DESCEND_SHARE = 0.8
 #: ...or into the child holding the page's <h1> (or its <main>/<article>) if it holds
 #: this share of its parent's prose...
 FAIR_SHARE = 0.2
+#: ...and more than this many times the heading's own: a child that holds the heading and
+#: little else is a title (DocBook's ``titlepage`` above a chapter's table of contents),
+#: not the column of an article outweighed by its sidebar; the content is beside it.
+HEADING_ALONE = 1.5
 #: ...or into a child holding this share, and three times more than any sibling.
 WINNER_SHARE, WINNER_MARGIN = 0.6, 3.0
 #: ...but never into the description of an entry (a method's parameters and returns
@@ -50,7 +55,8 @@ def main_container(
     Start from the page's only ``<main>`` or ``<article>``, if it holds a fair share
     of the prose. Then, level by level, descend into the child holding 80% of it;
     failing that, into the child holding the page's first ``<h1>`` if that child
-    holds a fair share (an article outweighed by its site's sidebar); failing that,
+    holds a fair share (an article outweighed by its site's sidebar) and more than the
+    heading (not a title page's header, beside the content); failing that,
     into a clear winner, three times the size of any sibling (a forum post above its
     replies); never into a paragraph or a code listing. Headings and paragraphs before
     the chosen child are kept (the title and lead of an article whose biggest section
@@ -63,6 +69,7 @@ def main_container(
     heading = next((element for element in landmarks if element.tag == "h1"), None)
     on_heading_path = set(heading.iterancestors()) if heading is not None else set()
     on_heading_path.add(heading)
+    heading_chars = measure(heading, prose) if heading is not None else 0
     container, total = _semantic_start(body, landmarks, prose, total)
     held = total
     sizer = ChildSizes(prose)
@@ -70,7 +77,7 @@ def main_container(
         found = _dominant_child(sizer.of_children(container, held), held, DESCEND_SHARE * total)
         if found is None and len(container) <= MAX_CONTESTANTS:
             sizes = [(chars, child) for child, chars in sizer.of_children(container, held)]
-            found = _heading_child(sizes, held, on_heading_path)
+            found = _heading_child(sizes, held, on_heading_path, heading_chars)
             if found is None:
                 found = _clear_winner(sizes, held)
             if found is not None:
@@ -116,11 +123,14 @@ def _semantic_start(
 
 
 def _heading_child(
-    sizes: list[tuple[int, etree._Element]], held: int, on_heading_path: set[etree._Element | None]
+    sizes: list[tuple[int, etree._Element]], held: int, on_heading_path: set[etree._Element | None],
+    heading_chars: int,
 ) -> tuple[etree._Element, int] | None:
     for chars, child in sizes:
         if child in on_heading_path:
-            return (child, chars) if chars >= FAIR_SHARE * held else None
+            if chars < FAIR_SHARE * held or chars <= HEADING_ALONE * heading_chars:
+                return None
+            return child, chars
     return None
 
 

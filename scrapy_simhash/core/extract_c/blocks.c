@@ -165,45 +165,58 @@ is_credit_line(PyObject *block)
     return credit;
 }
 
-/* Append a block to `blocks` unless it is a credit line (asked with its link markers, as
- * Python asks), without its markers; -1 with an exception. */
+/* Append `block` (the UTF-8 of `s`) to `blocks` without its link markers; -1 with an
+ * exception. */
 static int
-keep_block(const char *s, Py_ssize_t length, PyObject *blocks, Buffer *scratch)
+append_unmarked(PyObject *block, const char *s, Py_ssize_t length, PyObject *blocks, Buffer *scratch)
 {
-    PyObject *block = PyUnicode_DecodeUTF8(s, length, "strict");
-    int credit = block ? is_credit_line(block) : -1;
-    if (credit != 0) {
-        Py_XDECREF(block);
-        return credit < 0 ? -1 : 0;
+    if (extract_find_marker(s, 0, length, OPEN_MARK, CLOSE_MARK) < 0) {
+        return PyList_Append(blocks, block);
     }
-    if (extract_find_marker(s, 0, length, OPEN_MARK, CLOSE_MARK) >= 0) { /* the block without its markers */
-        Py_DECREF(block);
-        scratch->length = 0;
-        Py_ssize_t from = 0;
-        for (;;) {
-            Py_ssize_t next = extract_find_marker(s, from, length, OPEN_MARK, CLOSE_MARK);
-            if (extract_append(scratch, s + from, (next < 0 ? length : next) - from) < 0) {
-                return -1;
-            }
-            if (next < 0) {
-                break;
-            }
-            from = next + 3;
-        }
-        block = PyUnicode_DecodeUTF8(scratch->data ? scratch->data : "", scratch->length, "strict");
-        if (block == NULL) {
+    scratch->length = 0;
+    Py_ssize_t from = 0;
+    for (;;) {
+        Py_ssize_t next = extract_find_marker(s, from, length, OPEN_MARK, CLOSE_MARK);
+        if (extract_append(scratch, s + from, (next < 0 ? length : next) - from) < 0) {
             return -1;
         }
+        if (next < 0) {
+            break;
+        }
+        from = next + 3;
     }
-    int status = PyList_Append(blocks, block);
-    Py_DECREF(block);
+    PyObject *unmarked = PyUnicode_DecodeUTF8(scratch->data ? scratch->data : "", scratch->length, "strict");
+    if (unmarked == NULL) {
+        return -1;
+    }
+    int status = PyList_Append(blocks, unmarked);
+    Py_DECREF(unmarked);
     return status;
+}
+
+/* The words of a block, its markers out: block.replace(OPEN, "").replace(CLOSE, "").split(). */
+static PyObject *
+plain_words(PyObject *block)
+{
+    PyObject *open = PyUnicode_FromString(OPEN), *close = PyUnicode_FromString(CLOSE), *empty = PyUnicode_New(0, 0);
+    PyObject *words = NULL;
+    if (open != NULL && close != NULL && empty != NULL) {
+        PyObject *half = PyUnicode_Replace(block, open, empty, -1);
+        PyObject *plain = half ? PyUnicode_Replace(half, close, empty, -1) : NULL;
+        words = plain ? PyUnicode_Split(plain, NULL, -1) : NULL;
+        Py_XDECREF(half);
+        Py_XDECREF(plain);
+    }
+    Py_XDECREF(open);
+    Py_XDECREF(close);
+    Py_XDECREF(empty);
+    return words;
 }
 
 /* A block of the serialised text: where it is, whether it is a link list. */
 typedef struct {
     Py_ssize_t start, end;
-    int link_list;
+    int link_list, credit; /* (credit: a credit line, content.is_credit_line, asked with its markers) */
 } Span;
 
 /* The blocks of split_blocks (not blank) in `s`, cut at its boundaries, into `spans`;
@@ -216,7 +229,7 @@ split(const char *s, Py_ssize_t length, int links_are_content, Buffer *spans)
         Py_ssize_t end = extract_find_marker(s, start, length, BOUNDARY_MARK, BOUNDARY_MARK);
         end = end < 0 ? length : end;
         if (end > start && !extract_is_space(s + start, end - start)) {
-            Span span = {start, end, 0};
+            Span span = {start, end, 0, 0};
             span.link_list = !links_are_content && extract_find_marker(s, start, end, OPEN_MARK, OPEN_MARK) >= 0
                              && is_link_list(s + start, end - start);
             if (extract_append(spans, (const char *)&span, sizeof(span)) < 0) {
@@ -239,9 +252,11 @@ visible_chars(const char *s, Py_ssize_t length)
 
 /* content._without_link_lists: whether the link lists go. Not when they hold more than
  * half of the text: then the container is a listing (an index, a list of members),
- * whose entries are links and tell it apart from the site's other listings. */
+ * whose entries are links and tell it apart from the site's other listings. Weighed
+ * without what goes anyway (content._weighed): the credit lines, and a first block that
+ * the next one repeats. `decoded`: each span's text, markers in. -1 with an exception. */
 static int
-drop_link_lists(const char *s, const Span *spans, Py_ssize_t n)
+drop_link_lists(const char *s, const Span *spans, Py_ssize_t n, PyObject *decoded)
 {
     int any = 0;
     for (Py_ssize_t i = 0; i < n && !any; i++) {
@@ -250,8 +265,28 @@ drop_link_lists(const char *s, const Span *spans, Py_ssize_t n)
     if (!any) {
         return 0; /* nothing to drop: the text need not be counted */
     }
+    Py_ssize_t first = -1, second = -1;
+    for (Py_ssize_t i = 0; i < n && second < 0; i++) {
+        if (!spans[i].credit) {
+            *(first < 0 ? &first : &second) = i;
+        }
+    }
+    int repeated = 0;
+    if (second >= 0) {
+        PyObject *a = plain_words(PyList_GET_ITEM(decoded, first));
+        PyObject *b = a ? plain_words(PyList_GET_ITEM(decoded, second)) : NULL;
+        repeated = b ? PyObject_RichCompareBool(a, b, Py_EQ) : -1;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        if (repeated < 0) {
+            return -1;
+        }
+    }
     long all = 0, kept = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
+        if (spans[i].credit || (repeated && i == first)) {
+            continue;
+        }
         long chars = visible_chars(s + spans[i].start, spans[i].end - spans[i].start);
         all += chars;
         kept += spans[i].link_list ? 0 : chars;
@@ -285,18 +320,31 @@ fill_blocks(const Tree *tree, const int *kept, int n_kept, int links_are_content
         return -1;
     }
     const char *s = work->text.data;
-    const Span *span = (const Span *)work->spans.data;
+    Span *span = (Span *)work->spans.data;
     Py_ssize_t n = work->spans.length / (Py_ssize_t)sizeof(Span);
-    int drop = drop_link_lists(s, span, n);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (drop && span[i].link_list) {
-            continue;
-        }
-        if (keep_block(s + span[i].start, span[i].end - span[i].start, blocks, &work->scratch) < 0) {
-            return -1;
+    PyObject *decoded = PyList_New(n); /* each block, markers in: credit lines are asked so */
+    if (decoded == NULL) {
+        return -1;
+    }
+    int status = 0;
+    for (Py_ssize_t i = 0; i < n && status == 0; i++) {
+        PyObject *block = PyUnicode_DecodeUTF8(s + span[i].start, span[i].end - span[i].start, "strict");
+        span[i].credit = block ? is_credit_line(block) : -1;
+        status = span[i].credit < 0 ? -1 : 0;
+        if (block != NULL) {
+            PyList_SET_ITEM(decoded, i, block);
         }
     }
-    return 0;
+    int drop = status == 0 ? drop_link_lists(s, span, n, decoded) : -1;
+    for (Py_ssize_t i = 0; i < n && drop >= 0 && status == 0; i++) {
+        if (span[i].credit || (drop && span[i].link_list)) {
+            continue;
+        }
+        status = append_unmarked(PyList_GET_ITEM(decoded, i), s + span[i].start, span[i].end - span[i].start, blocks,
+                                 &work->scratch);
+    }
+    Py_DECREF(decoded);
+    return drop < 0 ? -1 : status;
 }
 
 /* The blocks of the kept elements (those left behind by the descent, then the

@@ -112,11 +112,15 @@ dominant_child(const Size *sizes, int n, long held, double needed)
 }
 
 static Size
-heading_child(const Tree *tree, const Size *sizes, int n, long held)
+heading_child(const Tree *tree, const Size *sizes, int n, long held, long heading_chars)
 {
     for (int i = 0; i < n; i++) {
         if (tree->elements[sizes[i].child].on_heading_path) {
-            return (double)sizes[i].chars >= extract_rules.fair_share * (double)held ? sizes[i] : NOT_FOUND;
+            double chars = (double)sizes[i].chars;
+            if (chars < extract_rules.fair_share * (double)held || chars <= extract_rules.heading_alone * (double)heading_chars) {
+                return NOT_FOUND; /* (too small, or the heading alone: a title, not the article) */
+            }
+            return sizes[i];
         }
     }
     return NOT_FOUND;
@@ -177,7 +181,7 @@ is_text_block(const Tree *tree, int index)
 /* Where the descent starts: the page's only <main> (else only <article>) holding a fair
  * share, else the body. Marks the path to the first <h1> on the way. */
 static Size
-semantic_start(Tree *tree, int prose, long total)
+semantic_start(Tree *tree, int prose, long total, long *heading_chars)
 {
     int heading = -1, mains = 0, articles = 0, main = -1, article = -1;
     for (int index = 0; index < tree->n_elements; index++) {
@@ -201,6 +205,7 @@ semantic_start(Tree *tree, int prose, long total)
     for (int at = heading; at >= 0; at = tree->elements[at].parent) {
         tree->elements[at].on_heading_path = 1;
     }
+    *heading_chars = heading >= 0 ? extract_measure(tree, heading, prose) : 0;
     int starts[2] = {mains == 1 ? main : -1, articles == 1 ? article : -1};
     for (int i = 0; i < 2; i++) {
         if (starts[i] >= 0) {
@@ -223,7 +228,8 @@ extract_main_container(Tree *tree, int prose, long total, int *behind, int *n_be
         PyErr_NoMemory();
         return -1;
     }
-    Size start = semantic_start(tree, prose, total);
+    long heading_chars;
+    Size start = semantic_start(tree, prose, total, &heading_chars);
     int container = start.child;
     total = start.chars;
     long held = total;
@@ -231,7 +237,7 @@ extract_main_container(Tree *tree, int prose, long total, int *behind, int *n_be
         int n = child_sizes(tree, container, held, prose, sizes);
         Size found = dominant_child(sizes, n, held, extract_rules.descend_share * (double)total);
         if (found.child < 0 && n <= extract_rules.contestants) {
-            found = heading_child(tree, sizes, n, held);
+            found = heading_child(tree, sizes, n, held, heading_chars);
             if (found.child < 0) {
                 found = clear_winner(tree, sizes, n, held);
             }

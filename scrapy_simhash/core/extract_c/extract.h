@@ -66,6 +66,7 @@ typedef struct {
     double descend_share, fair_share, winner_share, winner_margin, link_density, prose_share, pruned_share, link_share;
     double winner_lead;    /* descent.WINNER_LEAD */
     double min_text_share; /* entries.MIN_TEXT_SHARE */
+    double heading_alone;  /* descent.HEADING_ALONE */
     Py_ssize_t contestants, sized_at_once, min_section_prose, min_entries;
 } Rules;
 

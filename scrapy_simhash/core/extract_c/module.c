@@ -147,11 +147,11 @@ static PyObject *
 configure(PyObject *module, PyObject *args)
 {
     PyObject *tags, *verdict, *credit, *brackets, *letters;
-    double shares[10];
+    double shares[11];
     Py_ssize_t counts[4];
-    if (!PyArg_ParseTuple(args, "O!O(OUU)(dddddddddd)(nnnn):configure", &PyDict_Type, &tags, &verdict, &credit,
+    if (!PyArg_ParseTuple(args, "O!O(OUU)(ddddddddddd)(nnnn):configure", &PyDict_Type, &tags, &verdict, &credit,
                           &brackets, &letters, &shares[0], &shares[1], &shares[2], &shares[3], &shares[4], &shares[5],
-                          &shares[6], &shares[7], &shares[8], &shares[9], &counts[0], &counts[1], &counts[2],
+                          &shares[6], &shares[7], &shares[8], &shares[9], &shares[10], &counts[0], &counts[1], &counts[2],
                           &counts[3])) {
         return NULL;
     }
@@ -172,6 +172,7 @@ configure(PyObject *module, PyObject *args)
     extract_rules.prose_share = shares[5];
     extract_rules.pruned_share = shares[6], extract_rules.link_share = shares[7];
     extract_rules.winner_lead = shares[8], extract_rules.min_text_share = shares[9];
+    extract_rules.heading_alone = shares[10];
     extract_rules.contestants = counts[0], extract_rules.sized_at_once = counts[1];
     extract_rules.min_section_prose = counts[2], extract_rules.min_entries = counts[3];
     Py_RETURN_NONE;
@@ -214,7 +215,7 @@ static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(tags, verdict, (credit, its brackets, its first letters), (descend, fair, winner, margin, link "
      "density, prose, pruned, pruned link shares, winner's lead,"
-     " text entries' share of a list), (contestants, sized at once, least prose of a section, entries of a list))"},
+     " text entries' share of a list, the heading alone), (contestants, sized at once, least prose of a section, entries of a list))"},
     {NULL, NULL, 0, NULL},
 };
 
