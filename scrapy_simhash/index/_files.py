@@ -67,8 +67,8 @@ def read_into(fd: int, target: memoryview, offset: int) -> int:
     For the files a reopen reads whole into memory (the keys of 100M entries: 5.5 GB): the
     kernel is told the reads are sequential (a larger read-ahead), and to drop each part
     from its cache once copied, where it would only push out what the process allocates
-    next. Cold, the keys of 100M entries were read in 28-32 s at a reopen, 1.5 GB/s on
-    this disk otherwise (see the README, "disk store, reopen").
+    next. At a cold reopen of 100M entries, one read of the keys took 28-32 s; these,
+    9.7-23.5 s (README, "disk store, reopen").
     """
     advise = getattr(os, "posix_fadvise", None)  # (Linux, not macOS)
     if advise is not None:
@@ -81,4 +81,6 @@ def read_into(fd: int, target: memoryview, offset: int) -> int:
         if advise is not None:
             advise(fd, offset + done, read, os.POSIX_FADV_DONTNEED)
         done += read
+    if advise is not None:
+        advise(fd, offset, len(target), os.POSIX_FADV_NORMAL)  # (the file's later reads are a key here and there)
     return done
