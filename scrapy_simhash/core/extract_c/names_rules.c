@@ -7,54 +7,68 @@
 
 static const unsigned WORD_BITS[N_PART_KINDS] = {CLASS_WORD, ID_WORD, CONTENT_WORD};
 
-/* A tuple of the UTF-8 of the str of `strings` (lower-cased if `lower`, then ASCII only:
- * a hidden style is matched case-blind as ASCII). */
+/* A tuple of convert(item, flag) for each item of the sequence `items` (`message`: the
+ * TypeError when it is none); NULL with an exception. */
 static PyObject *
-encoded(PyObject *strings, int lower)
+tuple_of(PyObject *items, const char *message, PyObject *(*convert)(PyObject *, int), int flag)
 {
-    PyObject *sequence = PySequence_Fast(strings, "the rules hold collections of str");
+    PyObject *sequence = PySequence_Fast(items, message);
     PyObject *tuple = sequence ? PyTuple_New(PySequence_Fast_GET_SIZE(sequence)) : NULL;
     for (Py_ssize_t i = 0; tuple != NULL && i < PyTuple_GET_SIZE(tuple); i++) {
-        PyObject *string = PySequence_Fast_GET_ITEM(sequence, i), *bytes = NULL;
-        if (!PyUnicode_Check(string)) {
-            PyErr_Format(PyExc_TypeError, "the rules hold str, not %.100s", Py_TYPE(string)->tp_name);
-        } else if (lower && !PyUnicode_IS_ASCII(string)) {
-            PyErr_SetString(PyExc_ValueError, "a hidden style is ASCII");
-        } else {
-            PyObject *lowered = lower ? PyObject_CallMethod(string, "lower", NULL) : Py_NewRef(string);
-            bytes = lowered ? PyUnicode_AsUTF8String(lowered) : NULL;
-            Py_XDECREF(lowered);
-        }
-        if (bytes == NULL) {
+        PyObject *value = convert(PySequence_Fast_GET_ITEM(sequence, i), flag);
+        if (value == NULL) {
             Py_CLEAR(tuple);
         } else {
-            PyTuple_SET_ITEM(tuple, i, bytes);
+            PyTuple_SET_ITEM(tuple, i, value);
         }
     }
     Py_XDECREF(sequence);
     return tuple;
 }
 
+/* The UTF-8 of the str `string` (lower-cased if `lower`, then ASCII only: a hidden style
+ * is matched case-blind as ASCII). */
+static PyObject *
+encoded_string(PyObject *string, int lower)
+{
+    if (!PyUnicode_Check(string)) {
+        return PyErr_Format(PyExc_TypeError, "the rules hold str, not %.100s", Py_TYPE(string)->tp_name);
+    }
+    if (lower && !PyUnicode_IS_ASCII(string)) {
+        PyErr_SetString(PyExc_ValueError, "a hidden style is ASCII");
+        return NULL;
+    }
+    PyObject *lowered = lower ? PyObject_CallMethod(string, "lower", NULL) : Py_NewRef(string);
+    PyObject *bytes = lowered ? PyUnicode_AsUTF8String(lowered) : NULL;
+    Py_XDECREF(lowered);
+    return bytes;
+}
+
+/* A tuple of the UTF-8 of the str of `strings` (see encoded_string). */
+static PyObject *
+encoded(PyObject *strings, int lower)
+{
+    return tuple_of(strings, "the rules hold collections of str", encoded_string, lower);
+}
+
+/* A (property, value) of a hidden style, encoded and lower-cased. */
+static PyObject *
+encoded_style(PyObject *style, int unused)
+{
+    (void)unused;
+    PyObject *pair = encoded(style, 1);
+    if (pair != NULL && PyTuple_GET_SIZE(pair) != 2) {
+        PyErr_SetString(PyExc_ValueError, "a hidden style is a (property, value) pair");
+        Py_CLEAR(pair);
+    }
+    return pair;
+}
+
 /* Each (property, value) of `styles`, encoded and lower-cased. */
 static PyObject *
 encoded_styles(PyObject *styles)
 {
-    PyObject *sequence = PySequence_Fast(styles, "the hidden styles are a collection of (property, value)");
-    PyObject *tuple = sequence ? PyTuple_New(PySequence_Fast_GET_SIZE(sequence)) : NULL;
-    for (Py_ssize_t i = 0; tuple != NULL && i < PyTuple_GET_SIZE(tuple); i++) {
-        PyObject *style = encoded(PySequence_Fast_GET_ITEM(sequence, i), 1);
-        if (style != NULL && PyTuple_GET_SIZE(style) != 2) {
-            PyErr_SetString(PyExc_ValueError, "a hidden style is a (property, value) pair");
-            Py_CLEAR(style);
-        }
-        if (style == NULL) {
-            Py_CLEAR(tuple);
-        } else {
-            PyTuple_SET_ITEM(tuple, i, style);
-        }
-    }
-    Py_XDECREF(sequence);
-    return tuple;
+    return tuple_of(styles, "the hidden styles are a collection of (property, value)", encoded_style, 0);
 }
 
 /* Add `words` to `vocabulary` (word -> bits) with `bits`, OR-ed with those they have. */
