@@ -133,9 +133,10 @@ def _extract_in_python(root: etree._Element, url: str | None = None, title: str 
             unmark_links(element, _NEVER_LINK_LISTS)
         entries.unmark_entries(list_entries)
     blocks = [block for element in kept for block in split_blocks(element)]
+    # (the credit lines first: they go anyway, so they must not weigh against the link lists)
+    blocks = [block for block in blocks if not is_credit_line(block)]
     if not links_are_content:
         blocks = _without_link_lists(blocks)
-    blocks = [block for block in blocks if not is_credit_line(block)]
     if not blocks:
         return blocks
     # Markers out of all blocks at once: they were cut at _JOINER, so none holds it.
@@ -150,10 +151,16 @@ def without_repeats(blocks: list[str]) -> list[str]:
 
     >>> without_repeats(["Models", "Models", "Model API reference.", "Models", "Models"])
     ['Models', 'Model API reference.', 'Models', 'Models']
+
+    Link markers aside: :func:`_without_link_lists` weighs blocks that still hold them.
     """
-    if len(blocks) > 1 and blocks[0].split() == blocks[1].split():
+    if len(blocks) > 1 and _words(blocks[0]) == _words(blocks[1]):
         return blocks[1:]
     return blocks
+
+
+def _words(block: str) -> list[str]:
+    return block.replace(LINK_OPEN, "").replace(LINK_CLOSE, "").split()
 
 
 def _without_link_lists(blocks: list[str]) -> list[str]:
@@ -163,24 +170,11 @@ def _without_link_lists(blocks: list[str]) -> list[str]:
     kept = [block for block in blocks if LINK_OPEN not in block or not _is_link_list(block)]
     if len(kept) == len(blocks):
         return blocks
-    weighed = _weighed(blocks)
+    # Weighed without a title that the next block repeats: it goes anyway, and a repost's
+    # template brings one (a chapter's repost lost the table of contents its original kept).
+    weighed = without_repeats(blocks)
     kept_chars = sum(visible_chars(block) for block in weighed if LINK_OPEN not in block or not _is_link_list(block))
     return kept if 2 * kept_chars >= sum(visible_chars(block) for block in weighed) else blocks
-
-
-def _weighed(blocks: list[str]) -> list[str]:
-    """The *blocks* that :func:`_without_link_lists` weighs: not what goes anyway, the
-    credit lines and a first block that the next one repeats (:func:`without_repeats`;
-    a repost's template prints the title above the article's own). Weighed with them, a
-    chapter's title and table of contents lost its entries in a repost, kept in the original."""
-    weighed = [block for block in blocks if not is_credit_line(block)]
-    if len(weighed) > 1 and _words(weighed[0]) == _words(weighed[1]):
-        return weighed[1:]
-    return weighed
-
-
-def _words(block: str) -> list[str]:
-    return block.replace(LINK_OPEN, "").replace(LINK_CLOSE, "").split()
 
 
 def _is_link_list(block: str) -> bool:

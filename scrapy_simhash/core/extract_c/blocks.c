@@ -194,7 +194,7 @@ append_unmarked(PyObject *block, const char *s, Py_ssize_t length, PyObject *blo
     return status;
 }
 
-/* The words of a block, its markers out: block.replace(OPEN, "").replace(CLOSE, "").split(). */
+/* The words of a block, its markers out: content._words. */
 static PyObject *
 plain_words(PyObject *block)
 {
@@ -253,8 +253,9 @@ visible_chars(const char *s, Py_ssize_t length)
 /* content._without_link_lists: whether the link lists go. Not when they hold more than
  * half of the text: then the container is a listing (an index, a list of members),
  * whose entries are links and tell it apart from the site's other listings. Weighed
- * without what goes anyway (content._weighed): the credit lines, and a first block that
- * the next one repeats. `decoded`: each span's text, markers in. -1 with an exception. */
+ * without what goes anyway: the credit lines (which content.extract_main_blocks takes out
+ * before), and a first block that the next one repeats (content.without_repeats).
+ * `decoded`: each span's text, markers in. -1 with an exception. */
 static int
 drop_link_lists(const char *s, const Span *spans, Py_ssize_t n, PyObject *decoded)
 {
