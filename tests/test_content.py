@@ -305,3 +305,20 @@ def test_a_repost_of_a_chapter_page_keeps_its_table_of_contents_too() -> None:
     )
     extracted = _extract(repost)
     assert all(entry in extracted for entry in entries)
+
+
+@pytest.mark.parametrize("python", [False, True])
+def test_names_inside_a_code_listing_are_the_codes(python: bool) -> None:
+    # Sphinx's source pages give each class's block its name as id: "cookies" is a frame's
+    # word, but not inside a <pre>, where the names are the code's.
+    block = ("<div class='viewcode-block' id='CookiesMiddleware'><a class='viewcode-back' href='m.html'>[docs]</a>"
+             "<span class='k'>class</span> <span class='nc'>CookiesMiddleware</span>:\n"
+             "    \"\"\"This middleware enables working with sites that need cookies.\"\"\"\n"
+             "    def process_request(self, request):\n        return self.jar.add_cookie_header(request)\n</div>")
+    page = (f"<body><div class='cookie-banner'>We use cookies. Accept all.</div><h1>Source code for cookies</h1>"
+            f"<div class='highlight'><pre>import logging\n\nlogger = logging.getLogger(__name__)\n\n{block}</pre></div>"
+            "</body>")
+    with python_instead_of("extraction") if python else nullcontext():
+        extracted = _extract(page)
+    assert "class CookiesMiddleware:" in extracted and "add_cookie_header" in extracted
+    assert "We use cookies" not in extracted  # outside the listing, the name still says frame

@@ -72,3 +72,50 @@ def test_an_entry_of_links_keeps_the_lists_inside_it() -> None:
     outer = "<ul>" + f"<li><a href='/z'>zz</a>{inner}</li>" + "<li>an entry of text</li>" * 2 + "</ul>"
     blocks = both(_page(outer))
     assert [block for block in blocks if block.startswith("x")] == ["x0", "x1", "x2"]
+
+
+# ---- Tables of contents (entries.contents_links) ---------------------------------------
+
+INTRODUCTION = ("<p>This chapter gives an overview of the project and of the system. If you know its history "
+                "and the distribution already, feel free to skip to the next chapter, where installing starts.</p>")
+
+
+def _chapter(entries: list[str], nested: list[str] = ()) -> str:
+    """A chapter's first page: its heading, a table of contents (*nested* in its last
+    entry), an introduction that outweighs it, and a menu."""
+    inner = "".join(f"<dt><span><a href='s{i}.html'>{entry}</a></span></dt>" for i, entry in enumerate(nested))
+    toc = "".join(f"<dt><span><a href='c{i}.html'>{entry}</a></span></dt>" for i, entry in enumerate(entries))
+    toc += f"<dd><dl>{inner}</dl></dd>" if nested else ""
+    return (f"<html><body><div class='navheader'><a href='/'>Home</a> <a href='next.html'>Next</a></div>"
+            f"<div class='chapter'><h1>Chapter 1. Welcome</h1><div class='toc'><p>Contents</p><dl>{toc}</dl></div>"
+            f"{INTRODUCTION}</div></body></html>")
+
+
+@pytest.mark.parametrize("entries, nested", [
+    (["1.1. What is it?", "1.2. Getting it", "1.3. About this document"], []),
+    (["1. Getting started", "2. First steps"], ["2.1. Choose your program", "2.2. Get the program"]),
+    (["1.1 What is it?", "1.2\xa0Getting it", " 1.3  About this document "], []),
+    (["1.1. 什么是 Debian？", "1.2. 获取 Debian", "1.3. 本文档的组织"], []),
+    (["1.1. What is it?", "1.2. Getting it", "1.3. About this document", "1.4. Copyrights", "Index"], []),
+])  # fmt: skip
+def test_a_table_of_contents_is_content(entries: list[str], nested: list[str]) -> None:
+    blocks = both(_chapter(entries, nested))
+    kept = [block.strip() for block in blocks]
+    assert [entry.strip() for entry in [*entries, *nested] if entry != "Index"] == [
+        block for block in kept if block[:1].isdigit()
+    ]
+    assert INTRODUCTION[3:40] in "".join(blocks) and "Next" not in "".join(blocks)
+
+
+@pytest.mark.parametrize("entries", [
+    ["1. Top story of the day", "2. Another story", "3. A third story"],  # a ranking: no nested number
+    ["1.1. What is it?", "1.2. Getting it"],  # too few
+    ["1.1. What is it?", "Getting it", "About this document", "Contact"],  # too few numbered
+    ["1.1.", "1.2.", "1.3."],  # numbers, no titles
+    ["1.1a. What is it?", "1..2 Getting it", "v1.3 About this document"],  # not section numbers
+    ["١.١ What is it?", "١.٢ Getting it", "١.٣ About this document"],  # digits of another script
+])  # fmt: skip
+def test_a_list_of_links_without_section_numbers_is_still_navigation(entries: list[str]) -> None:
+    blocks = both(_chapter(entries))
+    assert not any(entry.strip() in block for entry in entries for block in blocks)
+    assert INTRODUCTION[3:40] in "".join(blocks)

@@ -80,6 +80,9 @@ _CONTAINERS = st.sampled_from(
 #: Entries of lists (entries.text_list_entries): mostly links, text, or any element.
 _LINK_ENTRY = _TEXTS.map(lambda words: f"<a href='/x'>{words or 'a link'}</a>")
 _TEXT_ENTRY = _TEXTS.map(lambda words: f"{words}<a href='/y'>y</a> and some text that is not a link")
+#: A table of contents' entries (entries.contents_links): section numbers, good and bad.
+_NUMBERS = st.sampled_from(["1. ", "1.1. ", "2.3 ", " 4.2.1\t", "1.\xa0", "12..3 ", "1.a ", "7", "1.1.", "\xa0 3 ", "٣.١ "])
+_NUMBERED_ENTRY = st.tuples(_NUMBERS, _TEXTS).map(lambda parts: f"<a href='/z'>{parts[0]}<b>{parts[1]}</b></a>")
 _ENTRY_TAGS = {"ul": ("li",), "ol": ("li",), "table": ("tr",), "tbody": ("tr",), "dl": ("dt", "dd")}
 
 
@@ -100,7 +103,7 @@ def _list(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
         inner = "".join(f"<{entry_tag}>{entry}</{entry_tag}>" for entry in entries for entry_tag in _ENTRY_TAGS[tag])
         return f"<{tag}>{inner}</{tag}>"
 
-    entry = st.one_of(_LINK_ENTRY, _TEXT_ENTRY, children)
+    entry = st.one_of(_LINK_ENTRY, _TEXT_ENTRY, _NUMBERED_ENTRY, children)
     return st.tuples(st.sampled_from(sorted(_ENTRY_TAGS)), st.lists(entry, min_size=2, max_size=7)).map(render)
 
 
@@ -131,6 +134,8 @@ def test_sections_named_like_boilerplate_give_the_python_blocks(section: str) ->
     "<ul><li><a href='/a'>first entry</a></li><li><a href='/b'>second entry</a></li></ul>",
     "<p>\ue001Title</p><p>Title\ue002</p><div><a href='/x'>a long link text, longer than the rest</a></div>",
     "<p>Copyright © 2024 Example</p><p>One</p><p>Two</p><div><a href='/x'>links</a> <a href='/y'>more links</a></div>",
+    "<h1>A title</h1><p> <a name='top'></a> </p><h1>A title</h1><p>Text.</p><div><a href='/x'>a link, longer</a></div>",
+    "<p><a name='top'></a></p><p>Title</p><p>\xa0</p><p>Title</p><div><a href='/x'>links</a></div><p>Text</p>",
 ])  # fmt: skip
 def test_link_lists_weighed_without_credit_lines_and_a_repeated_title_give_the_python_blocks(article: str) -> None:
     for html in (f"<html><body><div>{article}</div></body></html>",

@@ -101,7 +101,8 @@ def boilerplate_elements(body: etree._Element) -> list[etree._Element]:
             verdict = attribute_verdict(element)
             if verdict == BY_COMPOUND:  # (a frame's word in a compound: not a paragraph's)
                 verdict = NOT_BOILERPLATE if element.tag == "p" else BY_NAME
-            if verdict == BY_ROLE or (verdict == BY_NAME and not reads_as_section(element)):
+            by_name = verdict == BY_ROLE or (verdict == BY_NAME and not reads_as_section(element))
+            if by_name and not _in_listing(element):
                 named.append(element)
             elif verdict == MAIN_BY_ROLE:
                 landmarks.append(element)
@@ -109,6 +110,13 @@ def boilerplate_elements(body: etree._Element) -> list[etree._Element]:
         frame = {ancestor for landmark in landmarks for ancestor in landmark.iterancestors()}
         named = [element for element in named if element not in frame or attribute_verdict(element) == BY_ROLE]
     return tagged + named
+
+
+def _in_listing(element: etree._Element) -> bool:
+    """Whether *element* is inside a code listing (``<pre>``): its names are the code's
+    (Sphinx's ``viewcode-block`` of ``class CookiesMiddleware`` has the class's name as its
+    id), never the page's furniture."""
+    return next(element.iterancestors("pre"), None) is not None
 
 
 def attribute_verdict(element: etree._Element) -> int:

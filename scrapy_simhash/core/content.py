@@ -10,9 +10,10 @@ the thousands of inline ``<span>`` of a code listing):
 2. *Locate* the main content by text density (:func:`.descent.main_container`): from
    ``<body>`` (or the page's only ``<main>``/``<article>``), descend into the child
    holding most of the page's *prose*, text not inside links, so navigation lists
-   weigh nothing. Headings and paragraphs before the chosen child are kept (an
-   article's title and lead), and the descent never enters a paragraph or a code
-   listing: those are parts of an article, not its container.
+   weigh nothing (the links of a numbered table of contents are prose:
+   :func:`.entries.contents_links`). Headings and paragraphs before the chosen child
+   are kept (an article's title and lead), and the descent never enters a paragraph or
+   a code listing: those are parts of an article, not its container.
 3. *Split* it into text blocks at block-level elements, and drop the blocks that
    are mostly link text (link lists), unless the whole page is links (a table of
    contents), they are in a list of text (:mod:`.entries`) or their links are in code or
@@ -116,7 +117,7 @@ def _extract_in_python(root: etree._Element, url: str | None = None, title: str 
     if page_heading is not None and not heading.lost_by_name(page_heading, body):
         page_heading = None  # (asked before pruning: it looks at what will be pruned)
     prune_boilerplate(body)
-    mark_links(body)
+    mark_links(body, prose=entries.contents_links(body))
     # A table of contents is all links: then the links are the content.
     prose, everything = measure_both(body)
     links_are_content = prose < _MIN_PROSE_SHARE * everything
@@ -145,17 +146,26 @@ def _extract_in_python(root: etree._Element, url: str | None = None, title: str 
 
 
 def without_repeats(blocks: list[str]) -> list[str]:
-    """*blocks* without a title that repeats in the block after it (spaces aside): a
-    repost's template prints the title above an article that starts with it too. (Only
-    there: a page's own text may repeat a line on purpose, as table rows do.)
+    """*blocks* without a title that repeats in the block after it (spaces aside, and
+    blocks of spaces skipped): a repost's template prints the title above an article that
+    starts with it too. (Only there: a page's own text may repeat a line on purpose, as
+    table rows do.)
 
     >>> without_repeats(["Models", "Models", "Model API reference.", "Models", "Models"])
     ['Models', 'Model API reference.', 'Models', 'Models']
+    >>> without_repeats(["\\n", "Models", " \\n ", " Models", "Model API reference."])
+    ['\\n', ' \\n ', ' Models', 'Model API reference.']
 
     Link markers aside: :func:`_without_link_lists` weighs blocks that still hold them.
     """
-    if len(blocks) > 1 and _words(blocks[0]) == _words(blocks[1]):
-        return blocks[1:]
+    first = title = None
+    for number, block in enumerate(blocks):
+        words = _words(block)
+        if not words:
+            continue
+        if title is not None:
+            return blocks[:first] + blocks[first + 1 :] if words == title else blocks
+        first, title = number, words
     return blocks
 
 
@@ -213,7 +223,7 @@ def _configure_c_code() -> None:
     shares = (
         descent.DESCEND_SHARE, descent.FAIR_SHARE, descent.WINNER_SHARE, descent.WINNER_MARGIN,
         _MAX_LINK_DENSITY, _MIN_PROSE_SHARE, boilerplate.MAX_PRUNED_SHARE, boilerplate.MAX_LINK_SHARE,
-        descent.WINNER_LEAD, entries.MIN_TEXT_SHARE, descent.HEADING_ALONE,
+        descent.WINNER_LEAD, entries.MIN_TEXT_SHARE, descent.HEADING_ALONE, entries.MIN_NUMBERED_SHARE,
     )  # fmt: skip
     counts = (descent.MAX_CONTESTANTS, textsize.MAX_SIZED_AT_ONCE, boilerplate.MIN_SECTION_PROSE, entries.MIN_ENTRIES)
     credit = (is_credit_line, boilerplate.CREDIT_BRACKETS, boilerplate.CREDIT_FIRST_LETTERS)

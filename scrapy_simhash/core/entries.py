@@ -18,6 +18,8 @@ of links is navigation as before.
 
 from __future__ import annotations
 
+import re
+
 from lxml import etree
 
 from .textsize import LINK_CLOSE, LINK_OPEN, measure_both
@@ -28,6 +30,12 @@ LIST_TAGS = ("table", "thead", "tbody", "tfoot", "ul", "ol", "dl")
 MIN_ENTRIES = 3
 #: ...and of those with text, at least this share not mostly links (content._MAX_LINK_DENSITY).
 MIN_TEXT_SHARE = 1 / 3
+#: A table of contents has at least MIN_ENTRIES numbered links, this share of its links with text.
+MIN_NUMBERED_SHARE = 0.8
+# A section number then a title: "1. Intro", "2.3 Setup". ASCII digits and spaces, and the
+# no-break space (the C twin's set); group 1 holds the nested levels (".3").
+_SPACES = " \t\n\r\f\v\xa0"
+_NUMBERED = re.compile(f"[{_SPACES}]*[0-9]+((?:\\.[0-9]+)*)\\.?[{_SPACES}]+[^{_SPACES}]")
 
 
 def text_list_entries(element: etree._Element, max_link_density: float) -> list[etree._Element]:
@@ -44,6 +52,26 @@ def text_list_entries(element: etree._Element, max_link_density: float) -> list[
                     if is_links is not None]
         if verdicts and verdicts.count(False) >= MIN_TEXT_SHARE * len(verdicts):
             found.extend(entries)
+    return found
+
+
+def contents_links(body: etree._Element) -> set[etree._Element]:
+    """The links of the tables of contents in *body*: every link of a list (:data:`LIST_TAGS`)
+    of at least :data:`MIN_ENTRIES` numbered links (:data:`_NUMBERED`), one of them nested,
+    that are :data:`MIN_NUMBERED_SHARE` of its links with text. Asked before the links are
+    marked."""
+    found: set[etree._Element] = set()
+    for listing in body.iter(*LIST_TAGS):
+        links = list(listing.iter("a"))
+        numbered = nested = with_text = 0
+        for link in links:
+            text = etree.tostring(link, method="text", encoding=str, with_tail=False)
+            with_text += bool(text.strip(_SPACES))
+            number = _NUMBERED.match(text)
+            numbered += number is not None
+            nested |= number is not None and bool(number.group(1))
+        if nested and numbered >= MIN_ENTRIES and numbered >= MIN_NUMBERED_SHARE * with_text:
+            found.update(links)
     return found
 
 

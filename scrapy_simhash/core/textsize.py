@@ -12,7 +12,7 @@ children and their tails.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from lxml import etree
 
@@ -25,9 +25,12 @@ LINK_TEXT = re.compile("\ue001[^\ue002]*\ue002")
 MAX_SIZED_AT_ONCE = 16
 
 
-def mark_links(body: etree._Element) -> None:
-    """Wrap the text of every link in markers, so link text can be counted in C."""
+def mark_links(body: etree._Element, prose: Collection[etree._Element] = ()) -> None:
+    """Wrap the text of every link in markers, so link text can be counted in C; the
+    links in *prose* (a table of contents') are left as they are, prose."""
     for link in body.iter("a"):
+        if link in prose:
+            continue
         text, tail = link.text, link.tail  # read once: each read decodes a new string
         link.text = LINK_OPEN + text if text else LINK_OPEN
         link.tail = LINK_CLOSE + tail if tail else LINK_CLOSE

@@ -33,7 +33,8 @@ def golden_pages() -> list[dict[str, str]]:
     """The fixed pages: a sample of the dev corpus, in file order (sampled into
     :data:`PAGES` the first time), and pages added since where a version changed what
     the sample does not hold (version 13: a book's chapter page, its title and table of
-    contents, ``dev-01261``)."""
+    contents, ``dev-01261``; version 14: a book's front page, its table of contents
+    numbered, ``dev-00611``)."""
     if not PAGES.exists():
         with gzip.open(CORPUS_PAGES, "rt", encoding="utf-8") as lines:
             sample = [line for number, line in enumerate(lines) if number % EVERY == 0]

@@ -254,7 +254,7 @@ visible_chars(const char *s, Py_ssize_t length)
  * half of the text: then the container is a listing (an index, a list of members),
  * whose entries are links and tell it apart from the site's other listings. Weighed
  * without what goes anyway: the credit lines (which content.extract_main_blocks takes out
- * before), and a first block that the next one repeats (content.without_repeats).
+ * before), and a first block that the next one with words repeats (content.without_repeats).
  * `decoded`: each span's text, markers in. -1 with an exception. */
 static int
 drop_link_lists(const char *s, const Span *spans, Py_ssize_t n, PyObject *decoded)
@@ -266,22 +266,34 @@ drop_link_lists(const char *s, const Span *spans, Py_ssize_t n, PyObject *decode
     if (!any) {
         return 0; /* nothing to drop: the text need not be counted */
     }
-    Py_ssize_t first = -1, second = -1;
-    for (Py_ssize_t i = 0; i < n && second < 0; i++) {
-        if (!spans[i].credit) {
-            *(first < 0 ? &first : &second) = i;
-        }
-    }
+    /* The first two blocks with words (not credit lines): whether the second repeats the first. */
+    Py_ssize_t first = -1;
+    PyObject *title = NULL;
     int repeated = 0;
-    if (second >= 0) {
-        PyObject *a = plain_words(PyList_GET_ITEM(decoded, first));
-        PyObject *b = a ? plain_words(PyList_GET_ITEM(decoded, second)) : NULL;
-        repeated = b ? PyObject_RichCompareBool(a, b, Py_EQ) : -1;
-        Py_XDECREF(a);
-        Py_XDECREF(b);
-        if (repeated < 0) {
-            return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (spans[i].credit) {
+            continue;
         }
+        PyObject *words = plain_words(PyList_GET_ITEM(decoded, i));
+        if (words == NULL) {
+            repeated = -1;
+            break;
+        }
+        if (PyList_GET_SIZE(words) == 0) {
+            Py_DECREF(words);
+            continue;
+        }
+        if (title == NULL) {
+            first = i, title = words;
+            continue;
+        }
+        repeated = PyObject_RichCompareBool(title, words, Py_EQ);
+        Py_DECREF(words);
+        break;
+    }
+    Py_XDECREF(title);
+    if (repeated < 0) {
+        return -1;
     }
     long all = 0, kept = 0;
     for (Py_ssize_t i = 0; i < n; i++) {

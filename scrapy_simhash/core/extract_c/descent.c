@@ -187,9 +187,7 @@ semantic_start(Tree *tree, int prose, long total, long *heading_chars)
     for (int index = 0; index < tree->n_elements; index++) {
         const Element *element = &tree->elements[index];
         if (element->removed) { /* skip its subtree: the elements that start inside it */
-            while (index + 1 < tree->n_elements && tree->elements[index + 1].start < element->end) {
-                index++;
-            }
+            index = extract_last_inside(tree, index);
             continue;
         }
         if ((element->flags & HEADING) && heading < 0) {

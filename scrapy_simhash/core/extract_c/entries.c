@@ -50,14 +50,130 @@ extract_mark_list_entries(Tree *tree, const int *kept, int n_kept)
         for (int index = kept[i]; index < tree->n_elements && tree->elements[index].start < end; index++) {
             const Element *element = &tree->elements[index];
             if (element->removed && index != kept[i]) { /* skip its subtree: the elements starting in it */
-                while (index + 1 < tree->n_elements && tree->elements[index + 1].start < element->end) {
-                    index++;
-                }
+                index = extract_last_inside(tree, index);
                 continue;
             }
             if (element->flags & LIST) {
                 judge_list(tree, index);
             }
+        }
+    }
+}
+
+/* ---- Tables of contents (entries.contents_links) ---- */
+
+enum { NO_TEXT, UNNUMBERED, NUMBERED, NESTED };
+
+/* The length of the space character at `s` (entries._SPACES: ASCII's and U+00A0), else 0. */
+static int
+space_length(const unsigned char *s, Py_ssize_t left)
+{
+    if (*s == ' ' || (*s >= '\t' && *s <= '\r')) {
+        return 1;
+    }
+    return left >= 2 && s[0] == 0xC2 && s[1] == 0xA0 ? 2 : 0;
+}
+
+/* How a link's text starts, as entries._NUMBERED matches it: a section number ("1.",
+ * "2.3") then spaces then more text (NUMBERED, NESTED with a level after a dot). */
+static int
+numbering(const Tree *tree, int link)
+{
+    enum { LEAD, DIGITS, DOT, SPACES } state = LEAD;
+    int nested = 0, has_text = 0;
+    const Element *element = &tree->elements[link];
+    for (int at = element->start + 1; at < element->end; at++) {
+        const Event *event = &tree->events[at];
+        if (event->kind == START && tree->elements[event->index].removed) {
+            at = tree->elements[event->index].end;
+            continue;
+        }
+        if (event->kind != TEXT) {
+            continue;
+        }
+        const Text *text = &tree->texts[event->index];
+        const unsigned char *s = (const unsigned char *)text->content;
+        for (Py_ssize_t i = 0; i < text->bytes;) {
+            int space = space_length(s + i, text->bytes - i);
+            int digit = s[i] >= '0' && s[i] <= '9';
+            if (!space) {
+                has_text = 1;
+            }
+            if (state == SPACES && !space) {
+                return nested ? NESTED : NUMBERED;
+            }
+            if (space) {
+                state = state == LEAD ? LEAD : SPACES;
+            } else if (digit) {
+                nested |= state == DOT;
+                state = DIGITS;
+            } else if (s[i] == '.' && state == DIGITS) {
+                state = DOT;
+            } else {
+                return UNNUMBERED;
+            }
+            i += space ? space : 1;
+        }
+    }
+    return has_text ? UNNUMBERED : NO_TEXT;
+}
+
+#define CONTENTS_LINK (1u << 30) /* (set here, for a moment: a link of a table of contents) */
+
+/* The first link (not removed) inside `listing` after element `after`; -1 for none. */
+static int
+next_link(const Tree *tree, int listing, int after)
+{
+    int end = tree->elements[listing].end;
+    for (int index = after + 1; index < tree->n_elements && tree->elements[index].start < end; index++) {
+        const Element *element = &tree->elements[index];
+        if (element->removed) { /* skip its subtree: the elements starting in it */
+            index = extract_last_inside(tree, index);
+        } else if (element->flags & LINK) {
+            return index;
+        }
+    }
+    return -1;
+}
+
+/* Whether `listing` is a table of contents; if so, its links get CONTENTS_LINK. */
+static void
+judge_contents(Tree *tree, int listing)
+{
+    int numbered = 0, nested = 0, with_text = 0;
+    for (int link = next_link(tree, listing, listing); link >= 0; link = next_link(tree, listing, link)) {
+        int verdict = numbering(tree, link);
+        with_text += verdict != NO_TEXT;
+        numbered += verdict >= NUMBERED;
+        nested |= verdict == NESTED;
+    }
+    if (!nested || numbered < extract_rules.min_entries
+        || (double)numbered < extract_rules.min_numbered_share * (double)with_text) {
+        return;
+    }
+    for (int link = next_link(tree, listing, listing); link >= 0; link = next_link(tree, listing, link)) {
+        tree->elements[link].flags |= CONTENTS_LINK;
+    }
+}
+
+/* Take the links of the tables of contents out of the links (entries.contents_links, and
+ * mark_links leaving them unmarked): they count as prose from here on. */
+void
+extract_unlink_contents(Tree *tree)
+{
+    for (int index = 0; index < tree->n_elements; index++) {
+        const Element *element = &tree->elements[index];
+        if (element->removed) {
+            index = extract_last_inside(tree, index);
+            continue;
+        }
+        if (element->flags & LIST) {
+            judge_contents(tree, index);
+        }
+    }
+    for (int index = 0; index < tree->n_elements; index++) {
+        if (tree->elements[index].flags & CONTENTS_LINK) {
+            tree->elements[index].flags &= ~(LINK | CONTENTS_LINK);
         }
     }
 }

@@ -66,6 +66,7 @@ typedef struct {
     double descend_share, fair_share, winner_share, winner_margin, link_density, prose_share, pruned_share, link_share;
     double winner_lead;    /* descent.WINNER_LEAD */
     double min_text_share; /* entries.MIN_TEXT_SHARE */
+    double min_numbered_share; /* entries.MIN_NUMBERED_SHARE */
     double heading_alone;  /* descent.HEADING_ALONE */
     Py_ssize_t contestants, sized_at_once, min_section_prose, min_entries;
 } Rules;
@@ -124,6 +125,7 @@ INTERNAL int extract_append(Buffer *buffer, const char *data, Py_ssize_t length)
 INTERNAL int extract_is_space(const char *s, Py_ssize_t length);
 INTERNAL int extract_decode_utf8(const unsigned char *u, Py_ssize_t at, Py_ssize_t length, Py_UCS4 *code);
 INTERNAL int extract_grow(void **array, int *capacity, int needed, size_t item);
+INTERNAL int extract_last_inside(const Tree *tree, int index);
 
 /* ---- Measuring (measure.c) ---- */
 
@@ -186,6 +188,7 @@ INTERNAL int extract_page_heading(const Tree *tree, PyObject *parts);
 INTERNAL int extract_lost_by_name(const Tree *tree, int heading);
 INTERNAL int extract_is_kept(const Tree *tree, int index, const int *kept, int n_kept);
 INTERNAL void extract_mark_list_entries(Tree *tree, const int *kept, int n_kept);
+INTERNAL void extract_unlink_contents(Tree *tree);
 
 /* ---- Digests of other documents (digest.c) ---- */
 

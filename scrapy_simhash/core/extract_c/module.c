@@ -42,6 +42,7 @@ kept_elements(Tree *tree, PyObject *parts, int *kept, int *links_are_content)
     if (heading < -1 || lost < 0 || extract_prune(tree) < 0) {
         return -1;
     }
+    extract_unlink_contents(tree);
     long prose, everything;
     extract_measure_both(tree, 0, &prose, &everything);
     /* A table of contents is all links: then the links are the content. */
@@ -147,12 +148,12 @@ static PyObject *
 configure(PyObject *module, PyObject *args)
 {
     PyObject *tags, *verdict, *credit, *brackets, *letters;
-    double shares[11];
+    double shares[12];
     Py_ssize_t counts[4];
-    if (!PyArg_ParseTuple(args, "O!O(OUU)(ddddddddddd)(nnnn):configure", &PyDict_Type, &tags, &verdict, &credit,
+    if (!PyArg_ParseTuple(args, "O!O(OUU)(dddddddddddd)(nnnn):configure", &PyDict_Type, &tags, &verdict, &credit,
                           &brackets, &letters, &shares[0], &shares[1], &shares[2], &shares[3], &shares[4], &shares[5],
-                          &shares[6], &shares[7], &shares[8], &shares[9], &shares[10], &counts[0], &counts[1], &counts[2],
-                          &counts[3])) {
+                          &shares[6], &shares[7], &shares[8], &shares[9], &shares[10], &shares[11], &counts[0],
+                          &counts[1], &counts[2], &counts[3])) {
         return NULL;
     }
     if (!PyCallable_Check(verdict) || !PyCallable_Check(credit)) {
@@ -172,7 +173,7 @@ configure(PyObject *module, PyObject *args)
     extract_rules.prose_share = shares[5];
     extract_rules.pruned_share = shares[6], extract_rules.link_share = shares[7];
     extract_rules.winner_lead = shares[8], extract_rules.min_text_share = shares[9];
-    extract_rules.heading_alone = shares[10];
+    extract_rules.heading_alone = shares[10], extract_rules.min_numbered_share = shares[11];
     extract_rules.contestants = counts[0], extract_rules.sized_at_once = counts[1];
     extract_rules.min_section_prose = counts[2], extract_rules.min_entries = counts[3];
     Py_RETURN_NONE;
@@ -215,7 +216,8 @@ static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(tags, verdict, (credit, its brackets, its first letters), (descend, fair, winner, margin, link "
      "density, prose, pruned, pruned link shares, winner's lead,"
-     " text entries' share of a list, the heading alone), (contestants, sized at once, least prose of a section, entries of a list))"},
+     " text entries' share of a list, the heading alone, numbered links' share of a table of contents),"
+     " (contestants, sized at once, least prose of a section, entries of a list))"},
     {NULL, NULL, 0, NULL},
 };
 

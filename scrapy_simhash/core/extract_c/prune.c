@@ -171,6 +171,18 @@ too_big_to_prune(const Tree *tree, int index, double limit)
     return (double)extract_link_chars(tree, index) <= extract_rules.link_share * (double)chars;
 }
 
+/* boilerplate._in_listing: inside a <pre>, whose names are the code's. */
+static int
+in_listing(const Tree *tree, int index)
+{
+    for (int at = tree->elements[index].parent; at >= 0; at = tree->elements[at].parent) {
+        if (tree->elements[at].flags & LISTING) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Mark the boilerplate elements removed; -1 with an exception. The walk's root (the
  * body) is never removed: removing it from its parent leaves its own text as it is. */
 int
@@ -201,7 +213,8 @@ extract_prune(Tree *tree)
             if (verdict == BY_COMPOUND) { /* (a frame's word in a compound: not a paragraph's) */
                 verdict = (flags & PARAGRAPH) ? NOT_BOILERPLATE : BY_NAME;
             }
-            if (verdict == BY_ROLE || (verdict == BY_NAME && !extract_reads_as_section(tree, index))) {
+            if ((verdict == BY_ROLE || (verdict == BY_NAME && !extract_reads_as_section(tree, index)))
+                && !in_listing(tree, index)) {
                 named[n_named++] = index;
             }
         }

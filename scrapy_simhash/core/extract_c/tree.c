@@ -5,6 +5,18 @@
  */
 #include "extract.h"
 
+/* The last element that starts inside element `index` (itself when none does): a walk in
+ * element order goes on after it to skip `index`'s subtree. */
+int
+extract_last_inside(const Tree *tree, int index)
+{
+    int end = tree->elements[index].end;
+    while (index + 1 < tree->n_elements && tree->elements[index + 1].start < end) {
+        index++;
+    }
+    return index;
+}
+
 /* Make room for `needed` items of `item` bytes in *array (doubling); -1 with an exception. */
 int
 extract_grow(void **array, int *capacity, int needed, size_t item)
