@@ -322,3 +322,26 @@ def test_names_inside_a_code_listing_are_the_codes(python: bool) -> None:
         extracted = _extract(page)
     assert "class CookiesMiddleware:" in extracted and "add_cookie_header" in extracted
     assert "We use cookies" not in extracted  # outside the listing, the name still says frame
+
+
+def _file_page(includes: list[str], lead: str = "") -> str:
+    """A source file's page as Doxygen writes it: its #include lines, each a <code> with a
+    link, above the table of its functions (most of the page's prose)."""
+    lines = "".join(f"<code>#include &lt;<a class='el' href='{name}.html'>{name}</a>&gt;</code><br/>\n"
+                    for name in includes)
+    rows = "".join(f"<tr><td>void</td><td><a href='f{n}'>make_grid_{n}</a> (const Triangulation&lt; dim &gt; "
+                   f"&amp;triangulation, const unsigned int refinements_{n})</td></tr>" for n in range(12))
+    return (f"<body><div class='contents'><div class='textblock'>{lead}{lines}</div>"
+            f"<table class='memberdecls'><tr><th>Functions</th></tr>{rows}</table></div></body>")
+
+
+@pytest.mark.parametrize("python", [False, True])
+def test_code_before_the_chosen_child_stays(python: bool) -> None:
+    # The descent goes into the functions' table; the #include lines before it are all
+    # code, and they tell a .cc file's page from its header's.
+    includes = ["deal.II/base/bounding_box.h", "deal.II/grid/grid_tools.h", "deal.II/particles/generators.h"]
+    with python_instead_of("extraction") if python else nullcontext():
+        extracted = _extract(_file_page(includes))
+        with_prose = _extract(_file_page(includes, lead="<b>Some words about the file</b> and more of them."))
+    assert all(f"#include <{name}>" in extracted for name in includes) and "make_grid_11" in extracted
+    assert "#include" not in with_prose and "make_grid_11" in with_prose  # not all code: left behind as before

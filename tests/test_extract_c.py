@@ -133,6 +133,10 @@ def test_sections_named_like_boilerplate_give_the_python_blocks(section: str) ->
     "<p>2023-06-28 21:04 来源：新华社 作者：王伟</p><h1><a href='/t'>Title</a></h1><p> Title </p>"
     "<ul><li><a href='/a'>first entry</a></li><li><a href='/b'>second entry</a></li></ul>",
     "<p>\ue001Title</p><p>Title\ue002</p><div><a href='/x'>a long link text, longer than the rest</a></div>",
+    "<div><code>#include &lt;<a href='/h'>a.h</a>&gt;</code><br/>\n\ue001 <tt> x</tt></div><div><p>The rest, longer.</p>"
+    "<p>And more text of prose than the code before it.</p><p>And a third paragraph.</p></div>",
+    "<div><a href='/c'><code>code in a link</code></a> <var>v</var></div><div><p>The rest, longer than the code.</p>"
+    "<p>And more text of prose than the code before it.</p><p>And a third paragraph.</p></div>",
     "<p>Copyright © 2024 Example</p><p>One</p><p>Two</p><div><a href='/x'>links</a> <a href='/y'>more links</a></div>",
     "<h1>A title</h1><p> <a name='top'></a> </p><h1>A title</h1><p>Text.</p><div><a href='/x'>a link, longer</a></div>",
     "<p><a name='top'></a></p><p>Title</p><p>\xa0</p><p>Title</p><div><a href='/x'>links</a></div><p>Text</p>",

@@ -59,7 +59,7 @@ _MIN_PROSE_SHARE = 0.3
 #: Never a link list, whatever their links: a heading made of links (rustdoc's
 #: ``core::arch::vadd_u16``) is the page's title, a listing's linked types are its code, and
 #: so are the links in code (``#include <deal.II/base/config.h>``, a signature's types).
-_NEVER_LINK_LISTS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "pre", "code", "kbd", "samp", "tt", "var"})
+_NEVER_LINK_LISTS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"}) | descent.CODE_TAGS
 _JOINER = BLOCK_BOUNDARY
 
 
@@ -215,6 +215,7 @@ def _configure_c_code() -> None:
         (descent.ENTRY_PARTS, _extract.ENTRY_PART),
         (CELL_TAGS, _extract.CELL),
         (entries.LIST_TAGS, _extract.LIST),
+        (descent.CODE_TAGS, _extract.CODE),
     ]
     tags: dict[bytes, int] = {}
     for tag_names, flag in classes:

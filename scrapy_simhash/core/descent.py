@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from lxml import etree
 
-from .textsize import ChildSizes, measure
+from .textsize import LINK_CLOSE, LINK_OPEN, ChildSizes, measure
 
 #: Descend into a child while it holds at least this share of the page's prose.
 DESCEND_SHARE = 0.8
@@ -45,6 +45,9 @@ _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 KEPT_SIBLINGS = _HEADINGS | {"p", "dt"}
 #: ...and never descended into (nor a wrapper of exactly one <pre>).
 TEXT_BLOCKS = KEPT_SIBLINGS | {"pre", "blockquote"}
+#: Code: a child before the chosen one whose text is all in these is kept too (a file's
+#: page lists its ``#include`` lines, each a ``<code>``, above its members).
+CODE_TAGS = frozenset({"pre", "code", "kbd", "samp", "tt", "var"})
 
 
 def main_container(
@@ -84,15 +87,42 @@ def main_container(
                 total = found[1]
         if found is None or _is_text_block(found[0]):
             break
-        # The headings and paragraphs before the chosen child stay: the title of an article
-        # whose biggest section won, its lead. (Those after it: replies, "last modified".)
+        # The headings, paragraphs and code before the chosen child stay: the title of an
+        # article whose biggest section won, its lead, a file's includes. (Those after it:
+        # replies, "last modified".)
         for child in container:
             if child is found[0]:
                 break
-            if child.tag in KEPT_SIBLINGS:
+            if child.tag in KEPT_SIBLINGS or (isinstance(child.tag, str) and _is_code(child)):
                 left_behind.append(child)
         container, held = found
     return container, left_behind
+
+
+def _is_code(element: etree._Element) -> bool:
+    """Whether all of *element*'s text is in :data:`CODE_TAGS` elements, and some is."""
+    outside, inside = _text_by_code(element)
+    return inside and not outside
+
+
+def _text_by_code(element: etree._Element) -> tuple[bool, bool]:
+    """Whether *element* holds text outside code elements, and inside them (its tail aside)."""
+    if element.tag in CODE_TAGS:
+        return False, not _blank(etree.tostring(element, method="text", encoding=str, with_tail=False))
+    outside, inside = not _blank(element.text), False
+    for child in element:
+        if outside:
+            break
+        if isinstance(child.tag, str):
+            child_outside, child_inside = _text_by_code(child)
+            outside, inside = outside or child_outside, inside or child_inside
+        outside = outside or not _blank(child.tail)
+    return outside, inside
+
+
+def _blank(text: str | None) -> bool:
+    """Spaces and link markers only (or nothing)."""
+    return not text or not text.replace(LINK_OPEN, "").replace(LINK_CLOSE, "").strip()
 
 
 def _is_text_block(element: etree._Element) -> bool:

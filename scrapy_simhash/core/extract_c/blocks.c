@@ -111,20 +111,34 @@ serialise(const Tree *tree, int index, int links_are_content, Buffer *out)
     return 0;
 }
 
-/* str.isspace() of UTF-8 text (true when empty): decided at its first other character. */
-int
-extract_is_space(const char *s, Py_ssize_t length)
+/* Whether UTF-8 text is all spaces (str.isspace(), true when empty), and with
+ * `markers`, link markers (U+E001, U+E002) too: decided at its first other character. */
+static int
+only_spaces(const char *s, Py_ssize_t length, int markers)
 {
     const unsigned char *u = (const unsigned char *)s;
     for (Py_ssize_t at = 0; at < length;) {
         Py_UCS4 code;
         int size = extract_decode_utf8(u, at, length, &code);
-        if (size == 0 || !Py_UNICODE_ISSPACE(code)) {
+        if (size == 0 || !(Py_UNICODE_ISSPACE(code) || (markers && (code == 0xE001 || code == 0xE002)))) {
             return 0;
         }
         at += size;
     }
     return 1;
+}
+
+int
+extract_is_space(const char *s, Py_ssize_t length)
+{
+    return only_spaces(s, length, 0);
+}
+
+/* descent._blank: spaces and link markers only. */
+int
+extract_is_blank(const char *s, Py_ssize_t length)
+{
+    return only_spaces(s, length, 1);
 }
 
 /* content._is_link_list: most of the block's visible text is link text. */

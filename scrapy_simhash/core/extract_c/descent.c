@@ -178,6 +178,34 @@ is_text_block(const Tree *tree, int index)
     return 0;
 }
 
+/* descent._is_code: all of the element's text is in code elements (CODE), and some is. */
+static int
+is_code(const Tree *tree, int index)
+{
+    const Element *element = &tree->elements[index];
+    int depth = (element->flags & CODE) != 0, code = 0;
+    for (int at = element->start + 1; at < element->end; at++) {
+        const Event *event = &tree->events[at];
+        if (event->kind == TEXT) {
+            const Text *text = &tree->texts[event->index];
+            if (!extract_is_blank(text->content, text->bytes)) {
+                if (depth == 0) {
+                    return 0;
+                }
+                code = 1;
+            }
+            continue;
+        }
+        const Element *other = &tree->elements[event->index];
+        if (event->kind == START && other->removed) {
+            at = other->end;
+        } else if (other->flags & CODE) {
+            depth += event->kind == START ? 1 : -1;
+        }
+    }
+    return code;
+}
+
 /* Where the descent starts: the page's only <main> (else only <article>) holding a fair
  * share, else the body. Marks the path to the first <h1> on the way. */
 static Size
@@ -246,9 +274,9 @@ extract_main_container(Tree *tree, int prose, long total, int *behind, int *n_be
         if (found.child < 0 || is_text_block(tree, found.child)) {
             break;
         }
-        /* The headings and paragraphs before the chosen child stay (a title, a lead). */
+        /* The headings, paragraphs and code before the chosen child stay (a title, a lead, includes). */
         for (int i = 0; i < n && sizes[i].child != found.child; i++) {
-            if (tree->elements[sizes[i].child].flags & KEPT) {
+            if ((tree->elements[sizes[i].child].flags & KEPT) || is_code(tree, sizes[i].child)) {
                 behind[(*n_behind)++] = sizes[i].child;
             }
         }

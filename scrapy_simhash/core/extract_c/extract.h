@@ -55,6 +55,7 @@ enum {
     CELL = 1 << 15,            /* text.CELL_TAGS: a space before its text, no block boundary */
     LANDMARK = 1 << 16,        /* boilerplate.LANDMARK_TAGS: what holds one is the page's frame */
     LIST = 1 << 17,            /* entries.LIST_TAGS: its element children are the entries of one list */
+    CODE = 1 << 18,            /* descent.CODE_TAGS: before the chosen child, a block all of code stays */
 };
 
 /* The rules, from configure(). */
@@ -123,6 +124,7 @@ INTERNAL Py_ssize_t extract_find_marker(const char *s, Py_ssize_t from, Py_ssize
                                         unsigned char last);
 INTERNAL int extract_append(Buffer *buffer, const char *data, Py_ssize_t length);
 INTERNAL int extract_is_space(const char *s, Py_ssize_t length);
+INTERNAL int extract_is_blank(const char *s, Py_ssize_t length);
 INTERNAL int extract_decode_utf8(const unsigned char *u, Py_ssize_t at, Py_ssize_t length, Py_UCS4 *code);
 INTERNAL int extract_grow(void **array, int *capacity, int needed, size_t item);
 INTERNAL int extract_last_inside(const Tree *tree, int index);

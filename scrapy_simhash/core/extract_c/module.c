@@ -248,7 +248,7 @@ PyInit__extract(void)
         {"TEXT_BLOCK", TEXT_BLOCK}, {"LISTING", LISTING},
         {"INVISIBLE", INVISIBLE},   {"NEVER_LINK_LIST", NEVER_LINK_LIST},
         {"SECTION_HEADING", SECTION_HEADING}, {"PARAGRAPH", PARAGRAPH},
-        {"ENTRY_PART", ENTRY_PART}, {"CELL", CELL}, {"LANDMARK", LANDMARK}, {"LIST", LIST},
+        {"ENTRY_PART", ENTRY_PART}, {"CELL", CELL}, {"LANDMARK", LANDMARK}, {"LIST", LIST}, {"CODE", CODE},
     };
     if (extract_unsupported == NULL || PyModule_AddObjectRef(module, "Unsupported", extract_unsupported) < 0) {
         Py_DECREF(module);
