@@ -21,6 +21,7 @@ ENTRY_PART: int
 CELL: int
 LANDMARK: int
 LIST: int
+CODE: int
 BUILT_LXML_VERSION: str
 BUILT_LIBXML_VERSION: int
 
@@ -45,7 +46,7 @@ def configure(
     tags: dict[bytes, int],
     verdict: Callable[[tuple[tuple[str, str], ...]], int],
     credit: tuple[Callable[[str], bool], str, str],
-    shares: tuple[float, float, float, float, float, float, float, float, float, float, float],
+    shares: tuple[float, float, float, float, float, float, float, float, float, float, float, float],
     counts: tuple[int, int, int, int],
     /,
 ) -> None: ...

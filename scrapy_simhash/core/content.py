@@ -38,7 +38,7 @@ from .descent import main_container
 from .text import (
     BLOCK_BOUNDARY, BLOCK_TAGS, CELL_TAGS, INVISIBLE_TAGS, body_of, page_title, split_blocks, strip_invisible_elements,
 )
-from .textsize import LINK_CLOSE, LINK_OPEN, LINK_TEXT, mark_links, measure_both, unmark_links, visible_chars
+from .textsize import LINK_OPEN, LINK_TEXT, mark_links, measure_both, unmark_links, visible_chars, without_markers
 
 try:
     from . import _extract  # this module's algorithm in C, built at install when a compiler is there
@@ -141,7 +141,7 @@ def _extract_in_python(root: etree._Element, url: str | None = None, title: str 
     if not blocks:
         return blocks
     # Markers out of all blocks at once: they were cut at _JOINER, so none holds it.
-    unmarked = _JOINER.join(blocks).replace(LINK_OPEN, "").replace(LINK_CLOSE, "")
+    unmarked = without_markers(_JOINER.join(blocks))
     return without_repeats(unmarked.split(_JOINER))
 
 
@@ -158,7 +158,8 @@ def without_repeats(blocks: list[str]) -> list[str]:
 
     Link markers aside: :func:`_without_link_lists` weighs blocks that still hold them.
     """
-    first = title = None
+    first = -1
+    title: list[str] | None = None
     for number, block in enumerate(blocks):
         words = _words(block)
         if not words:
@@ -170,7 +171,7 @@ def without_repeats(blocks: list[str]) -> list[str]:
 
 
 def _words(block: str) -> list[str]:
-    return block.replace(LINK_OPEN, "").replace(LINK_CLOSE, "").split()
+    return without_markers(block).split()
 
 
 def _without_link_lists(blocks: list[str]) -> list[str]:

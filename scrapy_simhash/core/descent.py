@@ -4,8 +4,8 @@ From ``<body>`` (or the page's only ``<main>``/``<article>``), descend into the 
 most of the page's prose, text not inside links, so navigation lists weigh nothing; into
 the column holding the page's ``<h1>`` when a long sidebar outweighs a short article (not
 into the heading alone); or
-into a clear winner (a forum's first post). Headings and paragraphs passed on the way are
-kept; the descent never enters a paragraph or a code listing. Sizes come from
+into a clear winner (a forum's first post). Headings, paragraphs and blocks all of code
+passed on the way are kept; the descent never enters a paragraph or a code listing. Sizes come from
 :mod:`.textsize`, each child measured at most once.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from lxml import etree
 
-from .textsize import LINK_CLOSE, LINK_OPEN, ChildSizes, measure
+from .textsize import ChildSizes, measure, without_markers
 
 #: Descend into a child while it holds at least this share of the page's prose.
 DESCEND_SHARE = 0.8
@@ -61,9 +61,9 @@ def main_container(
     holds a fair share (an article outweighed by its site's sidebar) and more than the
     heading (not a title page's header, beside the content); failing that,
     into a clear winner, three times the size of any sibling (a forum post above its
-    replies); never into a paragraph or a code listing. Headings and paragraphs before
-    the chosen child are kept (the title and lead of an article whose biggest section
-    won). Return the container and those elements.
+    replies); never into a paragraph or a code listing. Headings, paragraphs and blocks
+    all of code before the chosen child are kept (the title and lead of an article whose
+    biggest section won, a file's ``#include`` lines). Return the container and those elements.
 
     *total*, if given, must be ``measure(body, prose)`` (sizes are derived from it).
     """
@@ -122,7 +122,7 @@ def _text_by_code(element: etree._Element) -> tuple[bool, bool]:
 
 def _blank(text: str | None) -> bool:
     """Spaces and link markers only (or nothing)."""
-    return not text or not text.replace(LINK_OPEN, "").replace(LINK_CLOSE, "").strip()
+    return not text or not without_markers(text).strip()
 
 
 def _is_text_block(element: etree._Element) -> bool:

@@ -36,6 +36,11 @@ def mark_links(body: etree._Element, prose: Collection[etree._Element] = ()) -> 
         link.tail = LINK_CLOSE + tail if tail else LINK_CLOSE
 
 
+def without_markers(text: str) -> str:
+    """*text* less the markers of :func:`mark_links`."""
+    return text.replace(LINK_OPEN, "").replace(LINK_CLOSE, "")
+
+
 def unmark_links(element: etree._Element, within: frozenset[str]) -> None:
     """Take the markers of :func:`mark_links` off the links inside *within* elements."""
     for outer in element.iter(*within):

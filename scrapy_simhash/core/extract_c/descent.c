@@ -117,7 +117,8 @@ heading_child(const Tree *tree, const Size *sizes, int n, long held, long headin
     for (int i = 0; i < n; i++) {
         if (tree->elements[sizes[i].child].on_heading_path) {
             double chars = (double)sizes[i].chars;
-            if (chars < extract_rules.fair_share * (double)held || chars <= extract_rules.heading_alone * (double)heading_chars) {
+            if (chars < extract_rules.fair_share * (double)held
+                || chars <= extract_rules.heading_alone * (double)heading_chars) {
                 return NOT_FOUND; /* (too small, or the heading alone: a title, not the article) */
             }
             return sizes[i];
