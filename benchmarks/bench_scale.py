@@ -4,6 +4,7 @@
     python benchmarks/bench_scale.py [-k 3] [--wildcard-bits 14] [--min-similarity 0.77] [--sites rust,dealii] [--show 15]
     python benchmarks/bench_scale.py --sites rust --simulate 100000
     python benchmarks/bench_scale.py --exact-confirmation 0.8   # the confirmation without estimation error
+    python benchmarks/bench_scale.py --shuffle 1   # each site's pages in a random order
 
 The dev corpus measures precision on ~2,600 pages. A crawl of one big site checks every page
 against all the pages it kept before, in one template, many of them generated and alike: the
@@ -114,6 +115,11 @@ class Tally:
     #: False drops at distance 0: the same fingerprint, so the same extracted text (the
     #: extraction's doing, not the hash's).
     false_exact: int = 0
+    #: Distinct pages with a *sibling*: an earlier page at 0.5 < J < 0.8 and none at J >= 0.8.
+    #: Only they can be dropped ambiguously, and more of them come as a crawl goes on.
+    siblings: int = 0
+    #: How many of those were dropped: the error per exposed page, which must not grow.
+    siblings_dropped: int = 0
 
     def add(self, drop: Drop) -> None:
         if drop.jaccard >= DUP:
@@ -125,7 +131,7 @@ class Tally:
             self.false_exact += drop.distance == 0
 
     def merge(self, other: Tally) -> None:
-        for name in ("pages", "false", "ambiguous", "real", "false_exact"):
+        for name in ("pages", "false", "ambiguous", "real", "false_exact", "siblings", "siblings_dropped"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def per_1000(self, count: int) -> float:
@@ -134,10 +140,13 @@ class Tally:
     def row(self, label: str) -> str:
         drops = self.false + self.ambiguous + self.real
         rates = " ".join(f"{self.per_1000(n):>9.2f}" for n in (self.false, self.ambiguous, self.real))
-        return f"{label:<12} {self.pages:>7} {drops:>6} {self.false:>6} {self.false_exact:>6} {rates}"
+        sibling_rate = 1000 * self.siblings_dropped / max(self.siblings, 1)
+        return (f"{label:<12} {self.pages:>7} {drops:>6} {self.false:>6} {self.false_exact:>6} {rates}"
+                f" {self.siblings:>8} {sibling_rate:>10.1f}")
 
 
-_COLUMNS = f"{'pages':>7} {'drops':>6} {'false':>6} {'f, d=0':>6} {'false/1k':>9} {'ambig/1k':>9} {'real/1k':>9}"
+_COLUMNS = (f"{'pages':>7} {'drops':>6} {'false':>6} {'f, d=0':>6} {'false/1k':>9} {'ambig/1k':>9} {'real/1k':>9}"
+            f" {'siblings':>8} {'dropped/1k':>10}")
 TABLE_HEADER = f"{'position':<12} {_COLUMNS}"
 
 
@@ -166,8 +175,11 @@ class SiteResult:
     simulation: dict[str, object] | None = None
 
 
-def tally(drops: list[Drop], pages: int, edges: tuple[int, ...]) -> tuple[dict[str, Tally], Tally]:
-    """Drops counted by position bucket (*edges*) and in all."""
+def tally(
+    drops: list[Drop], pages: int, edges: tuple[int, ...], siblings: frozenset[int] = frozenset()
+) -> tuple[dict[str, Tally], Tally]:
+    """Drops counted by position bucket (*edges*) and in all, and the pages with a sibling
+    (the positions *siblings*) and how many of them were dropped."""
     labels = bucket_labels(edges)
     buckets = {label: Tally() for label in labels}
     bounds = (0, *edges, max(pages, edges[-1]))
@@ -177,6 +189,11 @@ def tally(drops: list[Drop], pages: int, edges: tuple[int, ...]) -> tuple[dict[s
     for drop in drops:
         buckets[labels[bisect.bisect_right(edges, drop.position)]].add(drop)
         total.add(drop)
+    dropped = {drop.position for drop in drops}
+    for position in siblings:
+        for counted in (buckets[labels[bisect.bisect_right(edges, position)]], total):
+            counted.siblings += 1
+            counted.siblings_dropped += position in dropped
     return {label: bucket for label, bucket in buckets.items() if bucket.pages}, total
 
 
@@ -233,7 +250,7 @@ def run_site(site_dir: Path, args: argparse.Namespace) -> SiteResult:
     positions: dict[str, int] = {}
     found: list[tuple[int, str, str, int]] = []
     seconds = 0.0
-    for position, page in enumerate(_limited(scale_data.read_pages(site_dir / "pages.jsonl.gz"), args.max_pages)):
+    for position, page in enumerate(_in_order(site_dir, args)):
         url = str(page["url"])
         start = time.process_time()
         original, distance = check(fingerprinter, index, str(page["html"]), url)
@@ -246,10 +263,12 @@ def run_site(site_dir: Path, args: argparse.Namespace) -> SiteResult:
              for p, url, original, d in found]
     start = time.process_time()
     duplicates = earlier_similar(sets)
+    near = earlier_similar(sets, DISTINCT + 1e-9)
+    siblings = frozenset(p for p, (dups, nears) in enumerate(zip(duplicates, near)) if nears and not dups)
     truth_seconds = time.process_time() - start
     dropped = {drop.position for drop in drops}
     true_positions = [p for p, earlier in enumerate(duplicates) if earlier]
-    buckets, total = tally(drops, len(sets), BUCKETS)
+    buckets, total = tally(drops, len(sets), BUCKETS, siblings)
     result = SiteResult(
         str(info["site"]), str(info["package"]), str(info["version"]), len(sets), seconds, truth_seconds,
         buckets, total, len(true_positions), len(dropped.intersection(true_positions)), drops,
@@ -257,6 +276,16 @@ def run_site(site_dir: Path, args: argparse.Namespace) -> SiteResult:
     if args.simulate > len(sets):
         result.simulation = simulate(site_dir, args, fingerprinter, index, sets, vocabulary, drops)
     return result
+
+
+def _in_order(site_dir: Path, args: argparse.Namespace) -> Iterator[dict[str, object]]:
+    """A site's pages in crawl order, or shuffled with ``--shuffle SEED``."""
+    pages = _limited(scale_data.read_pages(site_dir / "pages.jsonl.gz"), args.max_pages)
+    if args.shuffle is None:
+        return pages
+    shuffled = list(pages)
+    random.Random(args.shuffle).shuffle(shuffled)
+    return iter(shuffled)
 
 
 def _limited(pages: Iterator[dict[str, object]], limit: int) -> Iterator[dict[str, object]]:
@@ -551,7 +580,8 @@ def print_overall(results: list[SiteResult]) -> None:
 
 def to_json(results: list[SiteResult], args: argparse.Namespace) -> dict[str, object]:
     return {
-        "options": {"k": args.k, "wildcard_bits": args.wildcard_bits, "max_pages": args.max_pages},
+        "options": {"k": args.k, "wildcard_bits": args.wildcard_bits, "max_pages": args.max_pages,
+                    "shuffle": args.shuffle},
         "sites": {
             r.site: {
                 "package": r.package, "version": r.version, "pages": r.pages,
@@ -582,6 +612,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--simulate", type=int, default=0, metavar="N",
                         help="grow each site to N pages with synthetic distinct pages (0: off)")
     parser.add_argument("--seed", type=int, default=1, help="random seed of the simulation")
+    parser.add_argument("--shuffle", type=int, metavar="SEED",
+                        help="check each site's pages in a random order (this seed), not in crawl order: whether the "
+                             "rates by position follow the index's size or the order a site lists its pages in")
     parser.add_argument("--json", type=Path, help="write the numbers (and every drop) to this file")
     return parser.parse_args()
 
@@ -590,6 +623,8 @@ def main() -> None:
     args = parse_args()
     if args.exact_confirmation is not None and args.simulate:
         raise SystemExit("--exact-confirmation does not run with --simulate")
+    if args.shuffle is not None and args.simulate:
+        raise SystemExit("--shuffle does not run with --simulate")
     confirmation = (f"exact Jaccard >= {args.exact_confirmation}" if args.exact_confirmation is not None
                     else f"min similarity={args.min_similarity}")
     print(f"k={args.k}, wildcard bits={args.wildcard_bits}, {confirmation}, up to {args.max_pages} pages per site; "

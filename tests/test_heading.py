@@ -39,6 +39,10 @@ def both(html: str) -> list[str]:
          ("The deal.II Library: SolverCG Struct Reference", "SolverCG Struct Reference", "The deal.II Library")),
         ("Functions::ZeroFunction", ("Functions::ZeroFunction",)),  # no space by the ":": one part
         ("Settings | Django | Docs", ("Settings | Django | Docs", "Settings | Django", "Django | Docs")),
+        ("Lib: include/base/config.h Source File",  # a file's name alone, after its path
+         ("Lib: include/base/config.h Source File", "include/base/config.h Source File", "config.h Source File",
+          "config.h", "Lib")),
+        ("News: world/europe today", ("News: world/europe today", "world/europe today", "europe today", "News")),
         ("", ()),
     ],
 )  # fmt: skip
@@ -59,6 +63,30 @@ def test_sibling_structs_differ_by_their_heading() -> None:
     # (the title comes first too, as on any page this short: scrapy_simhash.core.fingerprinter)
     assert first.splitlines()[:2] == ["solvercg::additionaldata struct reference"] * 2
     assert first.splitlines()[2:] == second.splitlines()[2:]
+
+
+def test_source_files_differ_by_the_file_name_they_show() -> None:
+    """Doxygen's source page shows the file's name alone ("config.h" for "include/base/config.h
+    Source File"): two files that hold little more than the project's license keep it."""
+    license_only = "<div class='fragment'><div class='line'>// This file is part of the deal.II library.</div></div>"
+    blocks = both(_doxygen("include/base/config.h Source File", "config.h", license_only + PROSE))
+    assert blocks[0] == "config.h"
+    assert "Source File" not in " ".join(blocks)
+
+
+def test_without_a_title_the_element_named_title_shows_the_heading() -> None:
+    """A site's own Doxygen header may leave out the <title>: the heading is then the text of
+    the first element named "title" (here in the pruned div.header), by its parts as a title's."""
+    page = _doxygen("", "doc/roadmap.dox File Reference").replace("<title>The deal.II Library: </title>", "")
+    assert "<title>" not in page
+    assert both(page)[0] == "doc/roadmap.dox File Reference"
+    untitled = page.replace("class='title'", "class='caption'")  # nothing named title: no heading kept
+    assert "doc/roadmap.dox File Reference" not in both(untitled)
+
+
+def test_a_page_with_a_title_ignores_elements_named_title() -> None:
+    page = _doxygen("Install", "Sidebar widget")  # shows no part of its title: no heading
+    assert "Sidebar widget" not in both(page)
 
 
 def test_the_longest_part_shown_wins_and_a_link_is_no_heading() -> None:

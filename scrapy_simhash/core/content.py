@@ -103,9 +103,10 @@ def c_arguments(
     root: etree._Element, url: str | None, title: str | None = None
 ) -> tuple[str | None, tuple[bytes, ...]]:
     """What :mod:`._extract`'s ``main_blocks`` takes after the root: the page's document
-    name (:func:`.digests.page_document`) and its title's parts (:func:`.heading.title_parts`)."""
+    name (:func:`.digests.page_document`) and the texts that may show its heading
+    (:func:`.heading.heading_texts`)."""
     title = page_title(root) if title is None else title
-    return digests.page_document(url), tuple(part.encode() for part in heading.title_parts(title))
+    return digests.page_document(url), tuple(part.encode() for part in heading.heading_texts(body_of(root), title))
 
 
 def _extract_in_python(root: etree._Element, url: str | None = None, title: str | None = None) -> list[str]:
@@ -113,7 +114,7 @@ def _extract_in_python(root: etree._Element, url: str | None = None, title: str 
     digests.remove_digests(root, url)  # first: its measures count the text of scripts, as the C code does
     strip_invisible_elements(root)  # a walk of the tree, when it was stripped already
     body = body_of(root)
-    page_heading = heading.page_heading(body, heading.title_parts(title))
+    page_heading = heading.page_heading(body, heading.heading_texts(body, title))
     if page_heading is not None and not heading.lost_by_name(page_heading, body):
         page_heading = None  # (asked before pruning: it looks at what will be pruned)
     prune_boilerplate(body)

@@ -9,14 +9,17 @@ then left with nothing kept that tells them apart: the largest share of the wron
 on a big Doxygen site (README, "Precision at scale").
 
 The page's heading is its first ``<h1>`` (none when all its text is a link: a site's name
-linking home); on a page without ``<h1>``, the element with no
-child element, neither a link nor in one, whose text is the page's ``<title>``, or the
-title less a part before or after a separator (the site's name: "deal.II: SolverCG Struct
-Reference") or a file's path ("generators.cc File Reference" for "deal.II:
-source/particles/generators.cc File Reference"), the longest of those it shows. It is kept, first among the page's blocks, when
-the descent did not keep it and a container named boilerplate by its class or id (or the
-heading itself) is what lost it. Not when an element around it is boilerplate by its tag or
-role: an HTML5 ``<header>`` holds a byline and a date too, and they stay out as before.
+linking home); on a page without ``<h1>``, the element with no child element, neither a
+link nor in one, whose text is the page's ``<title>``, or the title less a part before or
+after a separator (the site's name: "deal.II: SolverCG Struct Reference") or a file's path
+("generators.cc File Reference" for "deal.II: source/particles/generators.cc File
+Reference"), or the file's name alone ("config.h" for "deal.II: include/deal.II/base/config.h
+Source File"), the longest of those it shows; on a page without a ``<title>``, the text of
+its first element named "title" stands for it (:func:`heading_texts`). It is kept, first
+among the page's blocks, when the descent did not keep it and a container named
+boilerplate by its class or id (or the heading itself) is what lost it. Not when an
+element around it is boilerplate by its tag or role: an HTML5 ``<header>`` holds a byline
+and a date too, and they stay out as before.
 """
 
 from __future__ import annotations
@@ -27,25 +30,28 @@ from collections.abc import Iterable
 from lxml import etree
 
 from . import boilerplate
-from .names import BY_COMPOUND, BY_NAME, BY_ROLE
+from .names import BY_COMPOUND, BY_NAME, BY_ROLE, name_words
 
 #: What sites put between a page's heading and their name in its <title> (the
 #: fingerprinter's separators less the comma); a separator has a space beside it, so that
 #: ``Functions::ZeroFunction`` is one part.
 _TITLE_SEPARATOR = re.compile(r"\s+[-_|:·•–—>»›]+\s*|[-_|:·•–—>»›]+\s+")
 
+#: A file's name: a stem and an extension of letters and digits ("helper_functions.h", "index.rst").
+_FILE_NAME = re.compile(r"[^\s/]+\.[^\W_]{1,8}")
+
 
 def title_parts(title: str) -> tuple[str, ...]:
     """The texts that show a page's *title* as its heading: the whole title, and the
     title less its first or its last part, and any of those less a path before its last
-    ``/`` (spaces collapsed, longest first).
+    ``/``, and the file's name that follows such a path (spaces collapsed, longest first).
 
     >>> title_parts("The deal.II Library: SolverCG Struct Reference")
     ('The deal.II Library: SolverCG Struct Reference', 'SolverCG Struct Reference', 'The deal.II Library')
     >>> title_parts("  Settings   | Django | Docs ")
     ('Settings | Django | Docs', 'Settings | Django', 'Django | Docs')
-    >>> title_parts("Lib: src/fe/block_mask.cc File Reference")[2]
-    'block_mask.cc File Reference'
+    >>> title_parts("Lib: src/fe/block_mask.cc File Reference")[2:4]
+    ('block_mask.cc File Reference', 'block_mask.cc')
 
     """
     title = " ".join(title.split())
@@ -57,9 +63,36 @@ def title_parts(title: str) -> tuple[str, ...]:
         assert first_cut is not None
         parts.update((title[first_cut.end() :].strip(), title[: last_cut.start()].strip()))
     # A file's page names it by its path in the title, by its name on the page:
-    # "deal.II: source/particles/generators.cc File Reference" shows "generators.cc File Reference".
-    parts.update([part.rpartition("/")[2].strip() for part in parts if "/" in part])
+    # "deal.II: source/particles/generators.cc File Reference" shows "generators.cc File Reference",
+    # and "deal.II: include/deal.II/base/config.h Source File" shows "config.h" alone.
+    after_paths = [part.rpartition("/")[2].strip() for part in parts if "/" in part]
+    parts.update(after_paths)
+    parts.update(name for name in (_file_name(part) for part in after_paths) if name)
     return tuple(sorted((part for part in parts if part), key=lambda part: (-len(part), part)))
+
+
+def _file_name(after_path: str) -> str | None:
+    """The first word of what follows a title's path, when it is a file's name (it has an
+    extension: ``config.h``), else None."""
+    words = after_path.split(maxsplit=1)
+    return words[0] if words and _FILE_NAME.fullmatch(words[0]) else None
+
+
+def heading_texts(body: etree._Element, title: str) -> tuple[str, ...]:
+    """What may show the page's heading: the parts of its *title* (:func:`title_parts`) or,
+    for a page without one, of the text of its first element named "title" by a class or
+    id word, with no child element and not in a link (Doxygen's ``<div class="title">``,
+    where a site's own page header left out the ``<title>``)."""
+    if title.strip():
+        return title_parts(title)
+    for element in body.iter():
+        if not isinstance(element.tag, str) or len(element) or element.tag == "a":
+            continue
+        names = f"{element.get('class', '')} {element.get('id', '')}"
+        shown = " ".join((element.text or "").split())
+        if shown and "title" in name_words(names) and not _in_link(element):
+            return title_parts(shown)
+    return ()
 
 
 def page_heading(body: etree._Element, parts: Iterable[str]) -> etree._Element | None:

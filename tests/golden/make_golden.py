@@ -34,7 +34,9 @@ def golden_pages() -> list[dict[str, str]]:
     :data:`PAGES` the first time), and pages added since where a version changed what
     the sample does not hold (version 13: a book's chapter page, its title and table of
     contents, ``dev-01261``; version 14: a book's front page, its table of contents
-    numbered, ``dev-00611``)."""
+    numbered, ``dev-00611``; version 15, from Debian's doc packages: a Doxygen source page
+    that shows its file's name alone, ``dealii-helper__functions_8h_source``, and one
+    without a ``<title>``, ``jsoncpp-roadmap_8dox``)."""
     if not PAGES.exists():
         with gzip.open(CORPUS_PAGES, "rt", encoding="utf-8") as lines:
             sample = [line for number, line in enumerate(lines) if number % EVERY == 0]
