@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from lxml import etree
 
 from c_modules import python_instead_of
 from scrapy_simhash.core import content, heading, text
@@ -43,6 +44,7 @@ def both(html: str) -> list[str]:
          ("Lib: include/base/config.h Source File", "include/base/config.h Source File", "config.h Source File",
           "config.h", "Lib")),
         ("News: world/europe today", ("News: world/europe today", "world/europe today", "europe today", "News")),
+        ("Python 2/3.11 notes", ("Python 2/3.11 notes", "3.11 notes")),  # a version is no file's name
         ("", ()),
     ],
 )  # fmt: skip
@@ -82,6 +84,34 @@ def test_without_a_title_the_element_named_title_shows_the_heading() -> None:
     assert both(page)[0] == "doc/roadmap.dox File Reference"
     untitled = page.replace("class='title'", "class='caption'")  # nothing named title: no heading kept
     assert "doc/roadmap.dox File Reference" not in both(untitled)
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        "<button class='title'>Menu</button>",  # invisible elements, stripped before the descent
+        "<script class='title'>var x;</script>",
+        "<noscript><span class='title'>Enable JavaScript</span></noscript>",
+        "<select><option class='title'>English</option></select>",
+        "<div id='sidebar'><h3 class='widget-title'>Categories</h3></div>",  # not the exact name
+        "<a href='/' class='title'>Home</a>",  # a link
+    ],
+)
+def test_without_a_title_only_a_visible_element_named_title_counts(before: str) -> None:
+    page = _doxygen("", "Real Heading Reference").replace("<title>The deal.II Library: </title>", "")
+    blocks = both(page.replace("<body>", "<body>" + before))
+    assert blocks[0] == "Real Heading Reference"
+
+
+def test_without_a_title_comments_in_the_tree_change_nothing() -> None:
+    """Scrapy's tree keeps comments (the C code reads it as it is); the Python twin strips them."""
+    page = _doxygen("", "Real Heading<!-- a note --> Reference").replace("<title>The deal.II Library: </title>", "")
+    page = page.replace("<body>", "<body><span class='title'><!-- only a comment --></span>")
+    with_comments = etree.HTMLParser(remove_comments=False)
+    blocks = content.extract_main_blocks(etree.fromstring(page, with_comments))
+    with python_instead_of("extraction"):
+        assert content.extract_main_blocks(etree.fromstring(page, with_comments)) == blocks
+    assert blocks[0] == "Real Heading Reference"
 
 
 def test_a_page_with_a_title_ignores_elements_named_title() -> None:

@@ -111,10 +111,11 @@ def c_arguments(
 
 def _extract_in_python(root: etree._Element, url: str | None = None, title: str | None = None) -> list[str]:
     title = page_title(root) if title is None else title  # (before <head> is stripped)
+    shown_heading = heading.heading_texts(body_of(root), title)  # (of the whole tree, as the C code's)
     digests.remove_digests(root, url)  # first: its measures count the text of scripts, as the C code does
     strip_invisible_elements(root)  # a walk of the tree, when it was stripped already
     body = body_of(root)
-    page_heading = heading.page_heading(body, heading.heading_texts(body, title))
+    page_heading = heading.page_heading(body, shown_heading)
     if page_heading is not None and not heading.lost_by_name(page_heading, body):
         page_heading = None  # (asked before pruning: it looks at what will be pruned)
     prune_boilerplate(body)

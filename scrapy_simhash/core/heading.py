@@ -30,15 +30,17 @@ from collections.abc import Iterable
 from lxml import etree
 
 from . import boilerplate
-from .names import BY_COMPOUND, BY_NAME, BY_ROLE, name_words
+from .names import BY_COMPOUND, BY_NAME, BY_ROLE
+from .text import INVISIBLE_TAGS
 
 #: What sites put between a page's heading and their name in its <title> (the
 #: fingerprinter's separators less the comma); a separator has a space beside it, so that
 #: ``Functions::ZeroFunction`` is one part.
 _TITLE_SEPARATOR = re.compile(r"\s+[-_|:·•–—>»›]+\s*|[-_|:·•–—>»›]+\s+")
 
-#: A file's name: a stem and an extension of letters and digits ("helper_functions.h", "index.rst").
-_FILE_NAME = re.compile(r"[^\s/]+\.[^\W_]{1,8}")
+#: A file's name: a stem with a letter, and an extension of letters and digits that starts
+#: with a letter ("helper_functions.h", "index.rst"; not "3.11").
+_FILE_NAME = re.compile(r"[^\s/]*[^\W\d_][^\s/]*\.[^\W\d_][^\W_]{0,7}")
 
 
 def title_parts(title: str) -> tuple[str, ...]:
@@ -80,19 +82,30 @@ def _file_name(after_path: str) -> str | None:
 
 def heading_texts(body: etree._Element, title: str) -> tuple[str, ...]:
     """What may show the page's heading: the parts of its *title* (:func:`title_parts`) or,
-    for a page without one, of the text of its first element named "title" by a class or
-    id word, with no child element and not in a link (Doxygen's ``<div class="title">``,
-    where a site's own page header left out the ``<title>``)."""
+    for a page without one, of the text of its first visible element named ``title`` by
+    its class or id (Doxygen's ``<div class="title">``, where a site's own page header left
+    out the ``<title>``), with no child element and not in a link.
+
+    Asked of the whole tree, before anything is stripped (comments, invisible elements,
+    digests), by the C and the Python extraction alike. Only the exact name: a
+    ``widget-title`` names a sidebar's box, not the page.
+    """
     if title.strip():
         return title_parts(title)
-    for element in body.iter():
-        if not isinstance(element.tag, str) or len(element) or element.tag == "a":
+    for element in body.iter(etree.Element):  # (a walk that stops at the first: cheaper than an XPath)
+        if not _named_title(element) or any(isinstance(child.tag, str) for child in element):
             continue
-        names = f"{element.get('class', '')} {element.get('id', '')}"
-        shown = " ".join((element.text or "").split())
-        if shown and "title" in name_words(names) and not _in_link(element):
+        if any(node.tag in INVISIBLE_TAGS or node.tag == "a" for node in (element, *element.iterancestors())):
+            continue
+        shown = " ".join("".join(element.itertext()).split())  # (comments' text left out)
+        if shown:
             return title_parts(shown)
     return ()
+
+
+def _named_title(element: etree._Element) -> bool:
+    """Whether *element*'s class holds the word ``title`` or its id is ``title``, any case."""
+    return "title" in (element.get("class") or "").lower().split() or (element.get("id") or "").lower() == "title"
 
 
 def page_heading(body: etree._Element, parts: Iterable[str]) -> etree._Element | None:
