@@ -45,6 +45,8 @@ def both(html: str) -> list[str]:
           "config.h", "Lib")),
         ("News: world/europe today", ("News: world/europe today", "world/europe today", "europe today", "News")),
         ("Python 2/3.11 notes", ("Python 2/3.11 notes", "3.11 notes")),  # a version is no file's name
+        ("Uses of Class Jsoup (jsoup 1.15.3 API)",  # the site in brackets
+         ("Uses of Class Jsoup (jsoup 1.15.3 API)", "Uses of Class Jsoup")),
         ("", ()),
     ],
 )  # fmt: skip
@@ -105,13 +107,38 @@ def test_without_a_title_only_a_visible_element_named_title_counts(before: str) 
 
 def test_without_a_title_comments_in_the_tree_change_nothing() -> None:
     """Scrapy's tree keeps comments (the C code reads it as it is); the Python twin strips them."""
-    page = _doxygen("", "Real Heading<!-- a note --> Reference").replace("<title>The deal.II Library: </title>", "")
+    page = _doxygen("", "Real Heading<!-- a note --> Reference<br>Two<!-- b -->Lines").replace(
+        "<title>The deal.II Library: </title>", ""
+    )
     page = page.replace("<body>", "<body><span class='title'><!-- only a comment --></span>")
     with_comments = etree.HTMLParser(remove_comments=False)
     blocks = content.extract_main_blocks(etree.fromstring(page, with_comments))
     with python_instead_of("extraction"):
         assert content.extract_main_blocks(etree.fromstring(page, with_comments)) == blocks
     assert blocks[0] == "Real Heading Reference"
+
+
+def test_a_heading_may_hold_line_breaks() -> None:
+    """Javadoc's "uses of" page: no <h1>, its heading an <h2> with a line break, in a pruned
+    div.header, and its title the heading with the site in brackets."""
+    page = (
+        "<html><head><title>Uses of Class org.jsoup.Jsoup (jsoup Java HTML Parser 1.15.3 API)</title></head><body>"
+        "<header role='banner'><nav role='navigation'><a href='/'>Overview</a></nav></header><main role='main'>"
+        "<div class='header'><h2 class='title'>Uses of Class<br>org.jsoup.Jsoup</h2></div>"
+        "<div class='classUseContainer'>No usage of org.jsoup.Jsoup</div></main></body></html>"
+    )
+    blocks = [block.strip() for block in both(page)]
+    assert blocks == ["Uses of Class", "org.jsoup.Jsoup", "No usage of org.jsoup.Jsoup"]
+    other_child = page.replace("<br>", "<b>!</b>")  # an element child but a break: no heading
+    assert both(other_child) == both(page)[2:]
+
+
+def test_shown_text_joins_pieces_as_the_c_code_reads_them() -> None:
+    """A comment between two texts (Scrapy's tree keeps them) joins them with no space, as
+    the C code's reading of the heading does (it sees no comments); a line break puts one."""
+    page = "<html><body><div class='t'>Uses of<!-- a -->Class<br/>Jsoup</div><p>x</p></body></html>"
+    element = etree.fromstring(page, etree.HTMLParser(remove_comments=False)).find(".//div")
+    assert heading.shown_text(element) == "Uses ofClass Jsoup"
 
 
 def test_a_page_with_a_title_ignores_elements_named_title() -> None:

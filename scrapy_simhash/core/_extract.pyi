@@ -22,6 +22,7 @@ CELL: int
 LANDMARK: int
 LIST: int
 CODE: int
+BREAK: int
 BUILT_LXML_VERSION: str
 BUILT_LIBXML_VERSION: int
 

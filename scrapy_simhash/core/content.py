@@ -219,6 +219,7 @@ def _configure_c_code() -> None:
         (CELL_TAGS, _extract.CELL),
         (entries.LIST_TAGS, _extract.LIST),
         (descent.CODE_TAGS, _extract.CODE),
+        ({"br"}, _extract.BREAK),
     ]
     tags: dict[bytes, int] = {}
     for tag_names, flag in classes:

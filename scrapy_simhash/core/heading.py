@@ -9,17 +9,20 @@ then left with nothing kept that tells them apart: the largest share of the wron
 on a big Doxygen site (README, "Precision at scale").
 
 The page's heading is its first ``<h1>`` (none when all its text is a link: a site's name
-linking home); on a page without ``<h1>``, the element with no child element, neither a
-link nor in one, whose text is the page's ``<title>``, or the title less a part before or
-after a separator (the site's name: "deal.II: SolverCG Struct Reference") or a file's path
-("generators.cc File Reference" for "deal.II: source/particles/generators.cc File
-Reference"), or the file's name alone ("config.h" for "deal.II: include/deal.II/base/config.h
-Source File"), the longest of those it shows; on a page without a ``<title>``, the text of
-its first element named "title" stands for it (:func:`heading_texts`). It is kept, first
-among the page's blocks, when the descent did not keep it and a container named
-boilerplate by its class or id (or the heading itself) is what lost it. Not when an
-element around it is boilerplate by its tag or role: an HTML5 ``<header>`` holds a byline
-and a date too, and they stay out as before.
+linking home); on a page without ``<h1>``, the element with no child element but line
+breaks (:func:`shown_text`), neither a link nor in one, whose text is the page's
+``<title>``, or the title less a part before or after a separator (the site's name:
+"deal.II: SolverCG Struct Reference"), a last part in brackets (Javadoc's "Uses of Class
+org.jsoup.Jsoup (jsoup Java HTML Parser 1.15.3 API)", shown as ``<h2>Uses of
+Class<br>org.jsoup.Jsoup</h2>``) or a file's path ("generators.cc File Reference" for
+"deal.II: source/particles/generators.cc File Reference"), or the file's name alone
+("config.h" for "deal.II: include/deal.II/base/config.h Source File"), the longest of those
+it shows; on a page without a ``<title>``, the text of its first visible element named
+``title`` stands for it (:func:`heading_texts`). It is kept, first among the page's blocks,
+when the descent did not keep it and a container named boilerplate by its class or id (or
+the heading itself) is what lost it. Not when an element around it is boilerplate by its
+tag or role: an HTML5 ``<header>`` holds a byline and a date too, and they stay out as
+before.
 """
 
 from __future__ import annotations
@@ -45,8 +48,9 @@ _FILE_NAME = re.compile(r"[^\s/]*[^\W\d_][^\s/]*\.[^\W\d_][^\W_]{0,7}")
 
 def title_parts(title: str) -> tuple[str, ...]:
     """The texts that show a page's *title* as its heading: the whole title, and the
-    title less its first or its last part, and any of those less a path before its last
-    ``/``, and the file's name that follows such a path (spaces collapsed, longest first).
+    title less its first or its last part, any of those less a last part in brackets, and
+    any of those less a path before its last ``/``, and the file's name that follows such
+    a path (spaces collapsed, longest first).
 
     >>> title_parts("The deal.II Library: SolverCG Struct Reference")
     ('The deal.II Library: SolverCG Struct Reference', 'SolverCG Struct Reference', 'The deal.II Library')
@@ -64,6 +68,8 @@ def title_parts(title: str) -> tuple[str, ...]:
         last_cut = list(_TITLE_SEPARATOR.finditer(title))[-1]
         assert first_cut is not None
         parts.update((title[first_cut.end() :].strip(), title[: last_cut.start()].strip()))
+    # "Uses of Class org.jsoup.Jsoup (jsoup Java HTML Parser 1.15.3 API)": the site in brackets.
+    parts.update([part[: part.rindex(" (")].strip() for part in list(parts) if part.endswith(")") and " (" in part])
     # A file's page names it by its path in the title, by its name on the page:
     # "deal.II: source/particles/generators.cc File Reference" shows "generators.cc File Reference",
     # and "deal.II: include/deal.II/base/config.h Source File" shows "config.h" alone.
@@ -93,11 +99,11 @@ def heading_texts(body: etree._Element, title: str) -> tuple[str, ...]:
     if title.strip():
         return title_parts(title)
     for element in body.iter(etree.Element):  # (a walk that stops at the first: cheaper than an XPath)
-        if not _named_title(element) or any(isinstance(child.tag, str) for child in element):
+        if not _named_title(element):
             continue
         if any(node.tag in INVISIBLE_TAGS or node.tag == "a" for node in (element, *element.iterancestors())):
             continue
-        shown = " ".join("".join(element.itertext()).split())  # (comments' text left out)
+        shown = shown_text(element)
         if shown:
             return title_parts(shown)
     return ()
@@ -116,13 +122,27 @@ def page_heading(body: etree._Element, parts: Iterable[str]) -> etree._Element |
         return None if _all_link_text(h1) else h1
     wanted = frozenset(parts)
     best, best_length = None, 0
-    for element in body.iter():
-        if not isinstance(element.tag, str) or element is body or len(element) or element.tag == "a":
-            continue  # (len: an element child; comments are stripped before)
-        text = " ".join((element.text or "").split())
-        if len(text) > best_length and text in wanted and not _in_link(element):
+    for element in body.iter(etree.Element):
+        if element is body or element.tag == "a":
+            continue
+        text = shown_text(element)
+        if text is not None and len(text) > best_length and text in wanted and not _in_link(element):
             best, best_length = element, len(text)
     return best
+
+
+def shown_text(element: etree._Element) -> str | None:
+    """The text of an element that holds no child element but line breaks (Javadoc's
+    ``<h2>Uses of Class<br>org.jsoup.Jsoup</h2>``), spaces collapsed, a break a space
+    (comments' text left out); ``None`` for an element with other children."""
+    pieces = [element.text or ""]
+    for child in element:
+        if isinstance(child.tag, str):
+            if child.tag != "br":
+                return None
+            pieces.append(" ")
+        pieces.append(child.tail or "")
+    return " ".join("".join(pieces).split())
 
 
 def lost_by_name(heading: etree._Element, body: etree._Element) -> bool:

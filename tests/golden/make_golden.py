@@ -36,7 +36,8 @@ def golden_pages() -> list[dict[str, str]]:
     contents, ``dev-01261``; version 14: a book's front page, its table of contents
     numbered, ``dev-00611``; version 15, from Debian's doc packages: a Doxygen source page
     that shows its file's name alone, ``dealii-helper__functions_8h_source``, and one
-    without a ``<title>``, ``jsoncpp-roadmap_8dox``)."""
+    without a ``<title>``, ``jsoncpp-roadmap_8dox``, and a Javadoc "uses of" page, its
+    heading an ``<h2>`` with a line break, ``jsoup-class-use-Jsoup``)."""
     if not PAGES.exists():
         with gzip.open(CORPUS_PAGES, "rt", encoding="utf-8") as lines:
             sample = [line for number, line in enumerate(lines) if number % EVERY == 0]

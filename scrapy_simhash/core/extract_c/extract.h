@@ -56,6 +56,7 @@ enum {
     LANDMARK = 1 << 16,        /* boilerplate.LANDMARK_TAGS: what holds one is the page's frame */
     LIST = 1 << 17,            /* entries.LIST_TAGS: its element children are the entries of one list */
     CODE = 1 << 18,            /* descent.CODE_TAGS: before the chosen child, a block all of code stays */
+    BREAK = 1 << 19,           /* <br>: a heading may hold line breaks (heading.shown_text) */
 };
 
 /* The rules, from configure(). */

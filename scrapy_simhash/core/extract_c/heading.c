@@ -1,13 +1,15 @@
 /* The page's heading (heading.page_heading, heading.is_kept), on the tree's events.
  *
  * Its first <h1> (none when all its text is in links); else the longest element with no
- * child element, neither a link nor in one, whose text (whitespace collapsed as str.split()
- * does) is one of the title's parts (heading.title_parts, given as UTF-8 bytes); the first
- * in document order among equals.
+ * child element but line breaks, neither a link nor in one, whose text (whitespace
+ * collapsed as str.split() does, a <br> a space: heading.shown_text) is one of the title's
+ * parts (heading.title_parts, given as UTF-8 bytes); the first in document order among
+ * equals.
  */
 #include "extract.h"
 
-/* " ".join(text.split()) of element `index`'s texts, into `out`; its length in characters. */
+/* heading.shown_text of element `index` (its children line breaks only), into `out`; its
+ * length in characters. */
 static Py_ssize_t
 collapsed_text(const Tree *tree, int index, Buffer *out)
 {
@@ -16,7 +18,11 @@ collapsed_text(const Tree *tree, int index, Buffer *out)
     int space = 0; /* a space is owed before the next character */
     out->length = 0;
     for (int at = element->start + 1; at < element->end; at++) {
-        const Text *text = &tree->texts[tree->events[at].index]; /* (a leaf's events are its texts) */
+        if (tree->events[at].kind != TEXT) {
+            space = 1; /* a <br>'s START or END: a line break */
+            continue;
+        }
+        const Text *text = &tree->texts[tree->events[at].index];
         const unsigned char *u = (const unsigned char *)text->content;
         for (Py_ssize_t i = 0; i < text->bytes;) {
             Py_UCS4 code;
@@ -37,6 +43,18 @@ collapsed_text(const Tree *tree, int index, Buffer *out)
         }
     }
     return chars;
+}
+
+/* Whether element `index`'s children are line breaks only (or none). */
+static int
+only_breaks(const Tree *tree, int index)
+{
+    for (int child = tree->elements[index].first_child; child >= 0; child = tree->elements[child].next_sibling) {
+        if (!(tree->elements[child].flags & BREAK)) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 static int
@@ -100,7 +118,7 @@ extract_page_heading(const Tree *tree, PyObject *parts)
     int best = -1;
     Py_ssize_t best_chars = 0;
     for (int index = 1; index < tree->n_elements; index++) {
-        if (tree->elements[index].first_child >= 0 || in_link(tree, index)) {
+        if (!only_breaks(tree, index) || in_link(tree, index)) {
             continue;
         }
         Py_ssize_t chars = collapsed_text(tree, index, &text);

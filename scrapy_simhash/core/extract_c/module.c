@@ -249,6 +249,7 @@ PyInit__extract(void)
         {"INVISIBLE", INVISIBLE},   {"NEVER_LINK_LIST", NEVER_LINK_LIST},
         {"SECTION_HEADING", SECTION_HEADING}, {"PARAGRAPH", PARAGRAPH},
         {"ENTRY_PART", ENTRY_PART}, {"CELL", CELL}, {"LANDMARK", LANDMARK}, {"LIST", LIST}, {"CODE", CODE},
+        {"BREAK", BREAK},
     };
     if (extract_unsupported == NULL || PyModule_AddObjectRef(module, "Unsupported", extract_unsupported) < 0) {
         Py_DECREF(module);
