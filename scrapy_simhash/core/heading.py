@@ -90,7 +90,7 @@ def heading_texts(body: etree._Element, title: str) -> tuple[str, ...]:
     """What may show the page's heading: the parts of its *title* (:func:`title_parts`) or,
     for a page without one, of the text of its first visible element named ``title`` by
     its class or id (Doxygen's ``<div class="title">``, where a site's own page header left
-    out the ``<title>``), with no child element and not in a link.
+    out the ``<title>``), with no child element but line breaks and not in a link.
 
     Asked of the whole tree, before anything is stripped (comments, invisible elements,
     digests), by the C and the Python extraction alike. Only the exact name: a
