@@ -183,25 +183,14 @@ is_text_block(const Tree *tree, int index)
 static int
 is_code(const Tree *tree, int index)
 {
-    const Element *element = &tree->elements[index];
-    int depth = (element->flags & CODE) != 0, code = 0;
-    for (int at = element->start + 1; at < element->end; at++) {
-        const Event *event = &tree->events[at];
-        if (event->kind == TEXT) {
-            const Text *text = &tree->texts[event->index];
-            if (!extract_is_blank(text->content, text->bytes)) {
-                if (depth == 0) {
-                    return 0;
-                }
-                code = 1;
+    TextWalk walk = extract_text_walk(tree, index, CODE);
+    int code = 0;
+    for (const Text *text; (text = extract_next_text(&walk)) != NULL;) {
+        if (!extract_is_blank(text->content, text->bytes)) {
+            if (walk.depth == 0) {
+                return 0;
             }
-            continue;
-        }
-        const Element *other = &tree->elements[event->index];
-        if (event->kind == START && other->removed) {
-            at = other->end;
-        } else if (other->flags & CODE) {
-            depth += event->kind == START ? 1 : -1;
+            code = 1;
         }
     }
     return code;

@@ -81,17 +81,8 @@ numbering(const Tree *tree, int link)
 {
     enum { LEAD, DIGITS, DOT, SPACES } state = LEAD;
     int nested = 0, has_text = 0;
-    const Element *element = &tree->elements[link];
-    for (int at = element->start + 1; at < element->end; at++) {
-        const Event *event = &tree->events[at];
-        if (event->kind == START && tree->elements[event->index].removed) {
-            at = tree->elements[event->index].end;
-            continue;
-        }
-        if (event->kind != TEXT) {
-            continue;
-        }
-        const Text *text = &tree->texts[event->index];
+    TextWalk walk = extract_text_walk(tree, link, 0);
+    for (const Text *text; (text = extract_next_text(&walk)) != NULL;) {
         const unsigned char *s = (const unsigned char *)text->content;
         for (Py_ssize_t i = 0; i < text->bytes;) {
             int space = space_length(s + i, text->bytes - i);

@@ -115,6 +115,43 @@ typedef struct {
     Py_ssize_t length, capacity;
 } Buffer;
 
+/* A walk over the texts inside an element, in order, its removed subtrees skipped, that
+ * counts how many elements with `flag` hold each text (the element itself too): the
+ * links around it, the code elements. */
+typedef struct {
+    const Tree *tree;
+    int at, end;
+    unsigned flag;
+    long depth;
+} TextWalk;
+
+static inline TextWalk
+extract_text_walk(const Tree *tree, int index, unsigned flag)
+{
+    const Element *element = &tree->elements[index];
+    return (TextWalk){tree, element->start, element->end, flag, (element->flags & flag) != 0};
+}
+
+/* The walk's next text, NULL at its end; walk->depth: the `flag` elements holding it. */
+static inline const Text *
+extract_next_text(TextWalk *walk)
+{
+    const Tree *tree = walk->tree;
+    while (++walk->at < walk->end) {
+        const Event *event = &tree->events[walk->at];
+        if (event->kind == TEXT) {
+            return &tree->texts[event->index];
+        }
+        const Element *other = &tree->elements[event->index];
+        if (event->kind == START && other->removed) {
+            walk->at = other->end;
+        } else if (other->flags & walk->flag) {
+            walk->depth += event->kind == START ? 1 : -1;
+        }
+    }
+    return NULL;
+}
+
 #define MARK_BYTE 0xEE /* U+E000..U+E002 are EE 80 80..82 in UTF-8: their last bytes */
 enum { BOUNDARY_MARK = 0x80, OPEN_MARK = 0x81, CLOSE_MARK = 0x82 };
 static const char BOUNDARY[] = "\xEE\x80\x80", OPEN[] = "\xEE\x80\x81", CLOSE[] = "\xEE\x80\x82";

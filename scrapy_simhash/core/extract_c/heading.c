@@ -86,17 +86,11 @@ is_a_part(const Buffer *text, PyObject *parts)
 static int
 all_link_text(const Tree *tree, int index)
 {
-    const Element *element = &tree->elements[index];
-    int links = in_link(tree, index);
-    for (int at = element->start + 1; at < element->end; at++) {
-        const Event *event = &tree->events[at];
-        if (event->kind == TEXT) {
-            const Text *text = &tree->texts[event->index];
-            if (links == 0 && !extract_is_space(text->content, text->bytes)) { /* (text outside a link) */
-                return 0;
-            }
-        } else if (tree->elements[event->index].flags & LINK) {
-            links += event->kind == START ? 1 : -1;
+    TextWalk walk = extract_text_walk(tree, index, LINK);
+    walk.depth = in_link(tree, index); /* the links around it too */
+    for (const Text *text; (text = extract_next_text(&walk)) != NULL;) {
+        if (walk.depth == 0 && !extract_is_space(text->content, text->bytes)) { /* (text outside a link) */
+            return 0;
         }
     }
     return 1;

@@ -106,15 +106,10 @@ extract_measure(const Tree *tree, int index, int prose)
 long
 extract_text_chars(const Tree *tree, int index)
 {
-    const Element *element = &tree->elements[index];
+    TextWalk walk = extract_text_walk(tree, index, 0);
     long chars = 0;
-    for (int at = element->start + 1; at < element->end; at++) {
-        const Event *event = &tree->events[at];
-        if (event->kind == TEXT) {
-            chars += tree->texts[event->index].chars - tree->texts[event->index].spaces;
-        } else if (event->kind == START && tree->elements[event->index].removed) {
-            at = tree->elements[event->index].end;
-        }
+    for (const Text *text; (text = extract_next_text(&walk)) != NULL;) {
+        chars += text->chars - text->spaces;
     }
     return chars;
 }
@@ -125,20 +120,10 @@ extract_text_chars(const Tree *tree, int index)
 long
 extract_link_chars(const Tree *tree, int index)
 {
-    const Element *element = &tree->elements[index];
-    long chars = 0, links = (element->flags & LINK) != 0; /* links open around the walk */
-    for (int at = element->start + 1; at < element->end; at++) {
-        const Event *event = &tree->events[at];
-        if (event->kind == TEXT) {
-            chars += links * (tree->texts[event->index].chars - tree->texts[event->index].spaces);
-            continue;
-        }
-        const Element *other = &tree->elements[event->index];
-        if (event->kind == START && other->removed) {
-            at = other->end;
-        } else if (other->flags & LINK) {
-            links += event->kind == START ? 1 : -1;
-        }
+    TextWalk walk = extract_text_walk(tree, index, LINK);
+    long chars = 0;
+    for (const Text *text; (text = extract_next_text(&walk)) != NULL;) {
+        chars += walk.depth * (text->chars - text->spaces);
     }
     return chars;
 }
