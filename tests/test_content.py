@@ -31,13 +31,26 @@ def test_boilerplate_named_by_class_is_removed() -> None:
     html = (
         f"<body><div id='wrap'><div class='post-body'><p>{ARTICLE}</p></div>"
         "<div class='comment-section'><p>First! great post, thanks for writing it down here</p></div>"
-        "<div class='share-bar'>Share on social</div><div class='ad-banner'>Buy now, best prices</div>"
+        "<div class='share-bar'><a href='/share'>Share on social</a></div><div class='ad-banner'>Buy now, best prices</div>"
         "<div class='visit-counter'>Views: 1,234 | Online: 12</div></div></body>"
     )
     extracted = _extract(html)
     assert "sentence 0 of the article body" in extracted
     for boilerplate in ("First!", "Share on", "Buy now", "Views"):
         assert boilerplate not in extracted
+
+
+@pytest.mark.parametrize("python", [False, True])
+@pytest.mark.parametrize("box", ["related", "share-box", "tags", "social sharing"])
+def test_a_box_named_for_links_is_kept_when_it_holds_none(box: str, python: bool) -> None:
+    """Templates name what wraps the article for what sits beside it, and a repost of the
+    article in that template must keep its text; the box of links itself goes."""
+    html = (f"<body><div class='{box}'><p>{ARTICLE}</p></div>"
+            f"<div class='{box}'><a href='/1'>Another story</a> <a href='/2'>And one more</a></div></body>")
+    with python_instead_of("extraction") if python else nullcontext():
+        extracted = _extract(html)
+    assert "sentence 39 of the article body" in extracted
+    assert "Another story" not in extracted
 
 
 def test_byline_copyright_and_disclaimer_lines_are_removed() -> None:
@@ -184,7 +197,7 @@ def test_nested_and_adjacent_boilerplate_keeps_the_text_around_it() -> None:
 
 def test_remembered_verdicts_change_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     html = (
-        f"<body><div class='post-body'><p>{ARTICLE}</p></div><div class='share-bar'>Share it</div>"
+        f"<body><div class='post-body'><p>{ARTICLE}</p></div><div class='share-bar'><a href='/s'>Share it</a></div>"
         "<div role='navigation'>Menu</div><div style='display: none'>Hidden</div></body>"
     )
     expected = _extract(html)

@@ -48,6 +48,7 @@ _WORDS = st.sampled_from(
         "\ue000", "\ue001", "\ue002", "x\ue001y\ue002z", "&amp;", "&lt;b&gt;", "&nbsp;", "é\u0301", "😀",
         "<!-- a comment -->", "<?pi x?>", "Site", "near duplicate", "near  duplicate ",
         "A paragraph of prose, long enough to count as one: sixty characters and more.",
+        "2021-01-22 12:20", "Jul 16, 2025 00:35",  # a post's stamp (threads.has_stamp)
     ]
 )  # fmt: skip
 #: Titles whose parts (heading.title_parts) some generated texts show.
@@ -56,7 +57,8 @@ _TEXTS = st.lists(_WORDS, max_size=6).map("".join)
 _CLASSES = st.sampled_from(
     ["", "content", "sidebar", "nav", "ad", "post-body", "comments", "menu main", "row", "share-bar", "SideBar",
      "sphinxsidebar", "siteFooter", "howtogetheader", "domain", "posting", "section", "header", "headertitle",
-     "title", "\u01c4Footer", "Straße-footer", "İnav"]
+     "title", "\u01c4Footer", "Straße-footer", "İnav", "related-links", "tags", "share sidebar",
+     "post first", "post reply", " post"]
 )
 _ATTRIBUTES = st.lists(
     st.one_of(

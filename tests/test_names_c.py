@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from conftest import CORPUS, needs_corpus
 from scrapy_simhash.core import content, names
-from scrapy_simhash.core.names import BY_COMPOUND, BY_NAME, BY_ROLE, MAIN_BY_ROLE, NOT_BOILERPLATE
+from scrapy_simhash.core.names import BY_COMPOUND, BY_LINK_NAME, BY_NAME, BY_ROLE, MAIN_BY_ROLE, NOT_BOILERPLATE
 
 BUILT = content._extract
 needs_c = pytest.mark.skipif(
@@ -55,6 +55,12 @@ def assert_same_verdict(pairs: Pairs) -> None:
     ((("class", "\u01c4Footer"),), BY_COMPOUND),  # no ASCII case change: "ǆfooter"
     ((("class", "ad²"),), NOT_BOILERPLATE),  # "²" is no \d: one word
     ((("class", "ad٣"),), BY_NAME),  # "٣" is
+    ((("class", "related-links"),), BY_LINK_NAME),  # a box named for its links only
+    ((("class", "Tags shareBar"),), BY_LINK_NAME),
+    ((("class", "tags sidebar"),), BY_NAME),  # also named for the page's frame
+    ((("class", "tags relatedmenu"),), BY_NAME),  # ...even in a compound
+    ((("class", "tags"), ("id", "comments")), BY_NAME),  # ...or by its id
+    ((("class", "related"), ("id", "related")), BY_LINK_NAME),  # (not an id's word)
 ])  # fmt: skip
 def test_verdicts(pairs: Pairs, verdict: int) -> None:
     assert BUILT.attribute_verdict(pairs) == names.attributes_say_boilerplate(pairs) == verdict
@@ -62,8 +68,8 @@ def test_verdicts(pairs: Pairs, verdict: int) -> None:
 
 # ---- Generated attribute sets --------------------------------------------------------
 
-_ROLES, _STYLES, *_VOCABULARIES = names.RULES
-_WORDS = sorted({word for words, parts in _VOCABULARIES for word in (*words, *parts)})
+_ROLES, _STYLES, *_VOCABULARIES, _LINK_BOX_WORDS = names.RULES
+_WORDS = sorted({word for words, parts in _VOCABULARIES for word in (*words, *parts)} | _LINK_BOX_WORDS)
 _LETTERS = "ßİıǄǅǆςΣΩжЖ中ſKﬁé\u0301"  # special cases of lower(), non-ASCII letters, a mark
 _PIECES = st.one_of(
     st.sampled_from(_WORDS),

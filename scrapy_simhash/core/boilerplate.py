@@ -8,7 +8,8 @@ section of the text (:func:`reads_as_section`). Such elements are removed unless
 most of the page's text.
 
 Some boilerplate is known by its text instead: the credit and legal lines of an article
-(:func:`is_credit_line`), which a repost replaces with its own.
+(:func:`is_credit_line`), and the lines that say when a post was posted: a repost
+replaces them with its own.
 """
 
 from __future__ import annotations
@@ -17,7 +18,17 @@ import re
 
 from lxml import etree
 
-from .names import BY_COMPOUND, BY_NAME, BY_ROLE, MAIN_BY_ROLE, NOT_BOILERPLATE, attributes_say_boilerplate
+from .names import (
+    BY_COMPOUND,
+    BY_LINK_NAME,
+    BY_NAME,
+    BY_ROLE,
+    MAIN_BY_ROLE,
+    NOT_BOILERPLATE,
+    attributes_say_boilerplate,
+)
+from .text import HEADING_TAGS
+from .threads import has_stamp, thread_replies
 
 BOILERPLATE_TAGS = ("nav", "header", "footer", "aside", "form", "menu", "dialog")
 _BOILERPLATE_TAG_SET = frozenset(BOILERPLATE_TAGS)
@@ -37,7 +48,7 @@ MAX_LINK_SHARE = 0.5
 #: A section starts with one of these, and has paragraphs of at least this many
 #: characters (spaces not counted), each mostly not links (:func:`reads_as_section`):
 #: a setting's two lines, "Default: 1209600 (2 weeks)" and what it does.
-SECTION_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+SECTION_HEADINGS = HEADING_TAGS
 MIN_SECTION_PROSE = 40
 # Credit and legal lines, by how they start: who edited or wrote a page, where it was
 # copied from, its copyright or disclaimer. A repost brings its own (another editor,
@@ -73,6 +84,10 @@ _NAME_LINE = re.compile(r"[(\[（【]?\s*(?:(?:编辑|作者|记者)\s*[:：]|po
 #: Longer blocks starting that way are content (a paragraph about copyright law).
 _MAX_CREDIT_LINE = 160
 _MAX_NAME_LINE = 32
+#: ...and a line this short that says when it was posted, a date and a time of day
+#: (:func:`.threads.has_stamp`): a post's or a reply's ("楼主 发表于 2021-01-22 12:20 |
+#: 只看该作者", "Posted by ann on Jul 16, 2025 00:35"), which a repost prints its own.
+MAX_STAMP_LINE = 64
 #: Verdicts on containers by their attributes, kept across pages (~300 bytes each).
 _VERDICTS: dict[tuple[tuple[str, str], ...], int] = {}
 _MAX_VERDICTS = 4096
@@ -98,9 +113,7 @@ def boilerplate_elements(body: etree._Element) -> list[etree._Element]:
         elif element.tag in LANDMARK_TAGS:
             landmarks.append(element)
         else:
-            verdict = attribute_verdict(element)
-            if verdict == BY_COMPOUND:  # (a frame's word in a compound: not a paragraph's)
-                verdict = NOT_BOILERPLATE if element.tag == "p" else BY_NAME
+            verdict = container_verdict(element)
             by_name = verdict == BY_ROLE or (verdict == BY_NAME and not reads_as_section(element))
             if by_name and not _in_listing(element):
                 named.append(element)
@@ -109,7 +122,9 @@ def boilerplate_elements(body: etree._Element) -> list[etree._Element]:
     if landmarks and named:
         frame = {ancestor for landmark in landmarks for ancestor in landmark.iterancestors()}
         named = [element for element in named if element not in frame or attribute_verdict(element) == BY_ROLE]
-    return tagged + named
+    # ...and a thread's replies, its comments by their place (once: some are named so too).
+    doomed = set(tagged).union(named)
+    return tagged + named + [reply for reply in thread_replies(body) if reply not in doomed]
 
 
 def _in_listing(element: etree._Element) -> bool:
@@ -133,6 +148,19 @@ def attribute_verdict(element: etree._Element) -> int:
         if len(_VERDICTS) >= _MAX_VERDICTS:
             _VERDICTS.clear()  # simpler than LRU; a site's attributes come back at once
         verdict = _VERDICTS[pairs] = attributes_say_boilerplate(pairs)
+    return verdict
+
+
+def container_verdict(element: etree._Element) -> int:
+    """:func:`attribute_verdict` as it holds for this container: a frame's word in a
+    compound name is not a paragraph's (:data:`.names.BY_COMPOUND`), and a box named for
+    its links holds one (:data:`.names.BY_LINK_NAME`); either is :data:`.names.BY_NAME`
+    or :data:`.names.NOT_BOILERPLATE`."""
+    verdict = attribute_verdict(element)
+    if verdict == BY_COMPOUND:
+        return NOT_BOILERPLATE if element.tag == "p" else BY_NAME
+    if verdict == BY_LINK_NAME:
+        return BY_NAME if element.find(".//a[@href]") is not None else NOT_BOILERPLATE
     return verdict
 
 
@@ -168,12 +196,16 @@ def is_credit_line(block: str) -> bool:
     False
     >>> is_credit_line("2023-06-28 21:04 来源：新华社 作者：王伟 字号：大 中 小"), is_credit_line("2023-06-28: 发布 2.0 版")
     (True, False)
+    >>> is_credit_line("楼主 发表于 2021-01-22 12:20 | 只看该作者"), is_credit_line("Released on 2021-01-22 at 12:20.")
+    (True, True)
     >>> is_credit_line("记者：您如何看待今年的经济形势？它对普通家庭的生活又有哪些具体的影响？")
     False
     """
     # Stripped first: the patterns must not start with \s*, which would try every
     # split of an indented block's leading spaces (quadratic).
     block = block.lstrip()
+    if len(block) <= MAX_STAMP_LINE and ":" in block and has_stamp(block):
+        return True
     if len(block) > _MAX_CREDIT_LINE or not _may_be_credit_line(block):
         return False
     if _CREDIT_LINE.match(block) is not None or _DATELINE.match(block) is not None:

@@ -32,11 +32,12 @@ from collections.abc import Callable
 import lxml
 from lxml import etree
 
-from . import boilerplate, descent, digests, entries, heading, names, textsize
+from . import boilerplate, descent, digests, entries, heading, names, textsize, threads
 from .boilerplate import is_credit_line, prune_boilerplate
 from .descent import main_container
 from .text import (
-    BLOCK_BOUNDARY, BLOCK_TAGS, CELL_TAGS, INVISIBLE_TAGS, body_of, page_title, split_blocks, strip_invisible_elements,
+    BLOCK_BOUNDARY, BLOCK_TAGS, CELL_TAGS, HEADING_TAGS, INVISIBLE_TAGS, body_of, page_title, split_blocks,
+    strip_invisible_elements,
 )
 from .textsize import LINK_OPEN, LINK_TEXT, mark_links, measure_both, unmark_links, visible_chars, without_markers
 
@@ -59,7 +60,7 @@ _MIN_PROSE_SHARE = 0.3
 #: Never a link list, whatever their links: a heading made of links (rustdoc's
 #: ``core::arch::vadd_u16``) is the page's title, a listing's linked types are its code, and
 #: so are the links in code (``#include <deal.II/base/config.h>``, a signature's types).
-_NEVER_LINK_LISTS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"}) | descent.CODE_TAGS
+_NEVER_LINK_LISTS = frozenset(HEADING_TAGS) | descent.CODE_TAGS
 _JOINER = BLOCK_BOUNDARY
 
 
@@ -231,11 +232,12 @@ def _configure_c_code() -> None:
         descent.WINNER_LEAD, entries.MIN_TEXT_SHARE, descent.HEADING_ALONE, entries.MIN_NUMBERED_SHARE,
     )  # fmt: skip
     counts = (descent.MAX_CONTESTANTS, textsize.MAX_SIZED_AT_ONCE, boilerplate.MIN_SECTION_PROSE, entries.MIN_ENTRIES)
-    credit = (is_credit_line, boilerplate.CREDIT_BRACKETS, boilerplate.CREDIT_FIRST_LETTERS)
+    credit = (is_credit_line, boilerplate.CREDIT_BRACKETS, boilerplate.CREDIT_FIRST_LETTERS, boilerplate.MAX_STAMP_LINE)
     # (the C verdict asks names.attributes_say_boilerplate only about a few rare styles)
     _extract.configure(tags, names.attributes_say_boilerplate, credit, shares, counts)
     _extract.configure_names(*names.RULES)
     _extract.configure_digests(digests.MIN_ENTRIES, digests.COVER, digests.MAX_CHARS_PER_LINK)
+    _extract.configure_threads(threads.has_stamp)
 
 
 def c_code_mismatch(built: tuple[str, int], running: tuple[str, int]) -> str | None:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from lxml import etree
 
+from .text import HEADING_TAGS
 from .textsize import ChildSizes, measure, without_markers
 
 #: Descend into a child while it holds at least this share of the page's prose.
@@ -40,7 +41,7 @@ WINNER_LEAD = 0.1
 #: Those two rules weigh every child: only for elements with few children (columns,
 #: posts), not for an article's hundred paragraphs.
 MAX_CONTESTANTS = 16
-_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_HEADINGS = frozenset(HEADING_TAGS)
 #: Kept when the descent leaves them behind (an article's title and lead, an entry's term)...
 KEPT_SIBLINGS = _HEADINGS | {"p", "dt"}
 #: ...and never descended into (nor a wrapper of exactly one <pre>).

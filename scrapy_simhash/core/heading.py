@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from lxml import etree
 
 from . import boilerplate
-from .names import BY_COMPOUND, BY_NAME, BY_ROLE
+from .names import BY_NAME, BY_ROLE
 from .text import INVISIBLE_TAGS
 
 #: What sites put between a page's heading and their name in its <title> (the
@@ -156,11 +156,9 @@ def lost_by_name(heading: etree._Element, body: etree._Element) -> bool:
             return False
         if element.tag not in boilerplate.CONTAINER_TAGS:
             continue
-        verdict = boilerplate.attribute_verdict(element)
+        verdict = boilerplate.container_verdict(element)
         if verdict == BY_ROLE:
             return False
-        if verdict == BY_COMPOUND and element.tag != "p":
-            verdict = BY_NAME
         named = named or (verdict == BY_NAME and not boilerplate.reads_as_section(element))
     return named
 

@@ -8,6 +8,11 @@ whole words only, so that a section named for its topic keeps its text: *domain*
 for containers (:data:`BY_COMPOUND`): a paragraph is no frame, and ``howtogetheader`` is
 the heading of a box of the text ("To access this command...").
 
+A box named only for the links it lists ("related", "tags", "share": :data:`BY_LINK_NAME`)
+that holds no link is no such box: templates give such names to what wraps an article's
+text too (``share-box``, a ``social`` wrapper of the story and its share buttons), and a
+repost of the article inside that template must keep it.
+
 A container named boilerplate (:data:`BY_NAME`) may still be a section of the text
 whose id was made from its heading (``csrf-cookie-age``, ``host-header-poisoning``): the
 pruning spares those that read as sections (:func:`.boilerplate.reads_as_section`).
@@ -24,6 +29,7 @@ BY_ROLE: Final = 1  # its ARIA role, or hidden: boilerplate whatever it holds
 BY_NAME: Final = 2  # a class or id word: boilerplate unless it reads as a section
 MAIN_BY_ROLE: Final = 3  # role="main": the content itself, and what holds it is the page's frame
 BY_COMPOUND: Final = 4  # a frame's word inside a compound name only: BY_NAME, but not for a <p>
+BY_LINK_NAME: Final = 5  # only class words for a box of links: BY_NAME if it holds a link
 
 _BOILERPLATE_ROLES = frozenset(
     {"navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar", "dialog"}
@@ -37,6 +43,8 @@ _CLASS_WORDS = frozenset(
     "rss share sharing shoutbox sidebar skyscraper social sponsor sponsored subscribe tag tags toolbar "
     "topbar widget widgets".split()
 )
+# ...of which these name a box of links (a box without one is something else).
+_LINK_BOX_WORDS = frozenset("recommend recommended related share sharing social tag tags".split())
 # Ids are often made from headings ("s-meta-options"): only the longer words count there.
 _ID_WORDS = frozenset(
     "advert banner breadcrumb breadcrumbs comment comments cookie cookies footer header menu navbar "
@@ -65,7 +73,7 @@ _HIDDEN_STYLE = re.compile(
 #: so that they are written here only.
 RULES: Final = (
     _BOILERPLATE_ROLES, _HIDDEN_STYLES, (_CLASS_WORDS, _FRAME_PARTS), (_ID_WORDS, _ID_PARTS),
-    (_CONTENT_WORDS, _CONTENT_PARTS),
+    (_CONTENT_WORDS, _CONTENT_PARTS), _LINK_BOX_WORDS,
 )
 
 
@@ -84,8 +92,8 @@ def _says(words: list[str], vocabulary: frozenset[str], parts: tuple[str, ...] =
 
 def attributes_say_boilerplate(pairs: tuple[tuple[str, str], ...]) -> int:
     """Whether an element with these attributes (``element.items()``) is boilerplate:
-    :data:`NOT_BOILERPLATE`, :data:`BY_ROLE`, :data:`BY_NAME` or :data:`BY_COMPOUND`; or
-    the page's content by its ARIA role (:data:`MAIN_BY_ROLE`).
+    :data:`NOT_BOILERPLATE`, :data:`BY_ROLE`, :data:`BY_NAME`, :data:`BY_COMPOUND` or
+    :data:`BY_LINK_NAME`; or the page's content by its ARIA role (:data:`MAIN_BY_ROLE`).
 
     >>> attributes_say_boilerplate((("class", "site-footer"),)), attributes_say_boilerplate((("id", "domains"),))
     (2, 0)
@@ -93,6 +101,8 @@ def attributes_say_boilerplate(pairs: tuple[tuple[str, str], ...]) -> int:
     4
     >>> attributes_say_boilerplate((("class", "post-header"),)), attributes_say_boilerplate((("role", "navigation"),))
     (0, 1)
+    >>> attributes_say_boilerplate((("class", "related-links"),)), attributes_say_boilerplate((("class", "tags nav"),))
+    (5, 2)
     """
     attributes = dict(pairs)
     if attributes.get("role") in _BOILERPLATE_ROLES or _is_hidden(attributes):
@@ -101,9 +111,12 @@ def attributes_say_boilerplate(pairs: tuple[tuple[str, str], ...]) -> int:
         return MAIN_BY_ROLE
     class_words = name_words(attributes.get("class") or "")
     id_words = name_words(attributes.get("id") or "")
-    says_boilerplate = _says(class_words, _CLASS_WORDS, _FRAME_PARTS) or _says(id_words, _ID_WORDS, _ID_PARTS)
-    if not says_boilerplate or _says(class_words + id_words, _CONTENT_WORDS, _CONTENT_PARTS):
+    id_says = _says(id_words, _ID_WORDS, _ID_PARTS)
+    class_signals = [word for word in class_words if _says([word], _CLASS_WORDS, _FRAME_PARTS)]
+    if not (class_signals or id_says) or _says(class_words + id_words, _CONTENT_WORDS, _CONTENT_PARTS):
         return NOT_BOILERPLATE
+    if class_signals and not id_says and all(word in _LINK_BOX_WORDS for word in class_signals):
+        return BY_LINK_NAME
     return BY_NAME if _says(class_words, _CLASS_WORDS) or _says(id_words, _ID_WORDS) else BY_COMPOUND
 
 

@@ -37,6 +37,8 @@ _PARSER = etree.HTMLParser(
 INVISIBLE_TAGS = frozenset(
     "script style noscript template svg iframe head object embed canvas math select textarea button".split()
 )
+#: Headings, of the page and of its sections.
+HEADING_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 #: Elements that start a new line in a browser: text on either side is a separate block.
 BLOCK_TAGS = frozenset(
     "address article aside blockquote body br dd details dialog div dl dt fieldset figcaption "

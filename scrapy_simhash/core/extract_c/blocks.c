@@ -151,7 +151,8 @@ is_link_list(const char *s, Py_ssize_t length)
 }
 
 /* boilerplate.is_credit_line, asked only of blocks that may start like one (as it
- * checks first itself): after spaces, an opening bracket and spaces, one of its letters. */
+ * checks first itself): after spaces, an opening bracket and spaces, one of its letters;
+ * or of short blocks that may say when they were posted (a ':' in a time of day). */
 static int
 is_credit_line(PyObject *block)
 {
@@ -161,7 +162,8 @@ is_credit_line(PyObject *block)
     while (at < n && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, at))) {
         at++;
     }
-    if (at < n
+    int may_be_stamp = n - at <= extract_rules.max_stamp_line && PyUnicode_FindChar(block, ':', at, n, 1) >= 0;
+    if (!may_be_stamp && at < n
         && PyUnicode_FindChar(extract_rules.credit_brackets, PyUnicode_READ(kind, data, at), 0, PY_SSIZE_T_MAX, 1)
                >= 0) {
         at++;
@@ -169,8 +171,10 @@ is_credit_line(PyObject *block)
             at++;
         }
     }
-    if (at == n
-        || PyUnicode_FindChar(extract_rules.credit_letters, PyUnicode_READ(kind, data, at), 0, PY_SSIZE_T_MAX, 1) < 0) {
+    if (!may_be_stamp
+        && (at == n
+            || PyUnicode_FindChar(extract_rules.credit_letters, PyUnicode_READ(kind, data, at), 0, PY_SSIZE_T_MAX, 1)
+                   < 0)) {
         return 0;
     }
     PyObject *answer = PyObject_CallOneArg(extract_rules.credit, block);

@@ -65,6 +65,7 @@ typedef struct {
     PyObject *verdict;                          /* names.attributes_say_boilerplate, where names.c asks it */
     PyObject *credit;                           /* str -> bool: a credit or legal line */
     PyObject *credit_brackets, *credit_letters; /* str: how one may start */
+    Py_ssize_t max_stamp_line;                  /* ...or a line this short with a ':' (a time of day) */
     double descend_share, fair_share, winner_share, winner_margin, link_density, prose_share, pruned_share, link_share;
     double winner_lead;    /* descent.WINNER_LEAD */
     double min_text_share; /* entries.MIN_TEXT_SHARE */
@@ -189,9 +190,14 @@ INTERNAL long extract_loose_chars(const Tree *tree, int index);
 
 INTERNAL int extract_prune(Tree *tree);
 INTERNAL int extract_named_boilerplate(const xmlNode *node, Buffer *key);
+INTERNAL int extract_container_verdict(const Tree *tree, int index, Buffer *key);
+INTERNAL int extract_append_value(Buffer *buffer, const xmlAttr *attribute);
+/* A thread's replies (threads.c). */
+INTERNAL int extract_mark_thread_replies(const Tree *tree, char *reply);
+INTERNAL PyObject *extract_configure_threads(PyObject *module, PyObject *function);
 INTERNAL int extract_reads_as_section(const Tree *tree, int index);
 /* Verdicts of names.attributes_say_boilerplate. */
-enum { NOT_BOILERPLATE, BY_ROLE, BY_NAME, MAIN_BY_ROLE, BY_COMPOUND };
+enum { NOT_BOILERPLATE, BY_ROLE, BY_NAME, MAIN_BY_ROLE, BY_COMPOUND, BY_LINK_NAME };
 INTERNAL void extract_forget_verdicts(void);
 INTERNAL int extract_main_container(Tree *tree, int prose, long total, int *behind, int *n_behind);
 INTERNAL PyObject *extract_blocks(const Tree *tree, const int *kept, int n_kept, int links_are_content);
@@ -206,6 +212,8 @@ enum {
     FRAME_PART = 1 << 3,   /* starts or ends with one of names._FRAME_PARTS */
     ID_PART = 1 << 4,      /* ... of names._ID_PARTS */
     CONTENT_PART = 1 << 5, /* ... of names._CONTENT_PARTS */
+    LINK_BOX_WORD = 1 << 6, /* in names._LINK_BOX_WORDS */
+    OTHER_SIGNAL = 1 << 7,  /* a class word or a frame's part, not of names._LINK_BOX_WORDS */
 };
 enum { N_PART_KINDS = 3 };
 

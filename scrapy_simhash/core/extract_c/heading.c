@@ -145,16 +145,13 @@ extract_lost_by_name(const Tree *tree, int heading)
         if (!(flags & CONTAINER)) {
             continue;
         }
-        int verdict = extract_named_boilerplate(tree->elements[at].node, &key);
+        int verdict = extract_container_verdict(tree, at, &key);
         if (verdict < 0) {
             goto done;
         }
         if (verdict == BY_ROLE) {
             status = 0;
             goto done;
-        }
-        if (verdict == BY_COMPOUND && !(flags & PARAGRAPH)) {
-            verdict = BY_NAME;
         }
         named = named || (verdict == BY_NAME && extract_reads_as_section(tree, at) == 0);
     }

@@ -150,10 +150,11 @@ configure(PyObject *module, PyObject *args)
     PyObject *tags, *verdict, *credit, *brackets, *letters;
     double shares[12];
     Py_ssize_t counts[4];
-    if (!PyArg_ParseTuple(args, "O!O(OUU)(dddddddddddd)(nnnn):configure", &PyDict_Type, &tags, &verdict, &credit,
-                          &brackets, &letters, &shares[0], &shares[1], &shares[2], &shares[3], &shares[4], &shares[5],
-                          &shares[6], &shares[7], &shares[8], &shares[9], &shares[10], &shares[11], &counts[0],
-                          &counts[1], &counts[2], &counts[3])) {
+    Py_ssize_t max_stamp_line;
+    if (!PyArg_ParseTuple(args, "O!O(OUUn)(dddddddddddd)(nnnn):configure", &PyDict_Type, &tags, &verdict, &credit,
+                          &brackets, &letters, &max_stamp_line, &shares[0], &shares[1], &shares[2], &shares[3],
+                          &shares[4], &shares[5], &shares[6], &shares[7], &shares[8], &shares[9], &shares[10],
+                          &shares[11], &counts[0], &counts[1], &counts[2], &counts[3])) {
         return NULL;
     }
     if (!PyCallable_Check(verdict) || !PyCallable_Check(credit)) {
@@ -166,6 +167,7 @@ configure(PyObject *module, PyObject *args)
     Py_XSETREF(extract_rules.tags, tags);
     Py_XSETREF(extract_rules.verdict, verdict);
     Py_XSETREF(extract_rules.credit, credit);
+    extract_rules.max_stamp_line = max_stamp_line;
     extract_forget_verdicts(); /* they came from another verdict */
     extract_rules.descend_share = shares[0], extract_rules.fair_share = shares[1],
     extract_rules.winner_share = shares[2];
@@ -208,9 +210,11 @@ static PyMethodDef methods[] = {
      "configure_folding(classify): text.fold_class, which says how fold_blocks folds a character past ASCII."},
     {"block_keys", extract_block_keys, METH_VARARGS,
      "block_keys(blocks, short_block): templates.block_key of each block."},
+    {"configure_threads", extract_configure_threads, METH_O,
+     "configure_threads(has_stamp): threads.has_stamp, asked of the candidate posts' text."},
     {"configure_names", extract_configure_names, METH_VARARGS,
      "configure_names(roles, hidden_styles, (class words, frame parts), (id words, id parts), (content words, "
-     "content parts)): names.RULES, which attribute_verdict reads."},
+     "content parts), link box words): names.RULES, which attribute_verdict reads."},
     {"attribute_verdict", extract_attribute_verdict_of_pairs, METH_O,
      "attribute_verdict(pairs): names.attributes_say_boilerplate(pairs), in C (names.c)."},
     {"configure", configure, METH_VARARGS,

@@ -93,18 +93,22 @@ add_word(const char *s, Py_ssize_t length, int ascii, unsigned *bits)
         Py_XDECREF(word);
         return -1;
     }
-    *bits |= known ? (unsigned)PyLong_AsUnsignedLong(known) : 0;
+    unsigned word_bits = known ? (unsigned)PyLong_AsUnsignedLong(known) : 0;
     Span lower = span_of(word);
     for (int kind = 0; kind < N_PART_KINDS; kind++) { /* word.startswith(parts) or word.endswith(parts) */
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(RULES.parts[kind]); i++) {
             Span part = span_of(PyTuple_GET_ITEM(RULES.parts[kind], i));
             if (part.length <= lower.length
                 && (starts_with(lower.data, part) || starts_with(lower.data + lower.length - part.length, part))) {
-                *bits |= PART_BITS[kind];
+                word_bits |= PART_BITS[kind];
                 break;
             }
         }
     }
+    if ((word_bits & (CLASS_WORD | FRAME_PART)) && !(word_bits & LINK_BOX_WORD)) {
+        word_bits |= OTHER_SIGNAL;
+    }
+    *bits |= word_bits;
     Py_DECREF(word);
     return 0;
 }
@@ -243,9 +247,9 @@ python_verdict(const char *key, Py_ssize_t length)
     Py_XDECREF(tuple);
     long answered = answer ? PyLong_AsLong(answer) : -1;
     Py_XDECREF(answer);
-    if (answered < NOT_BOILERPLATE || answered > BY_COMPOUND) {
+    if (answered < NOT_BOILERPLATE || answered > BY_LINK_NAME) {
         if (!PyErr_Occurred()) {
-            PyErr_Format(PyExc_ValueError, "a verdict is 0, 1, 2, 3 or 4, not %ld", answered);
+            PyErr_Format(PyExc_ValueError, "a verdict is 0, 1, 2, 3, 4 or 5, not %ld", answered);
         }
         return -1;
     }
@@ -287,9 +291,12 @@ extract_attribute_verdict(const char *key, Py_ssize_t length)
     if ((class_names && add_words_of(class_names, &class_bits) < 0) || (id && add_words_of(id, &id_bits) < 0)) {
         return -1;
     }
-    int says = (class_bits & (CLASS_WORD | FRAME_PART)) || (id_bits & (ID_WORD | ID_PART));
-    if (!says || ((class_bits | id_bits) & (CONTENT_WORD | CONTENT_PART))) {
+    int class_says = (class_bits & (CLASS_WORD | FRAME_PART)) != 0, id_says = (id_bits & (ID_WORD | ID_PART)) != 0;
+    if (!(class_says || id_says) || ((class_bits | id_bits) & (CONTENT_WORD | CONTENT_PART))) {
         return NOT_BOILERPLATE;
+    }
+    if (class_says && !id_says && !(class_bits & OTHER_SIGNAL)) {
+        return BY_LINK_NAME; /* (each class word that says it is of the link box's) */
     }
     return (class_bits & CLASS_WORD) || (id_bits & ID_WORD) ? BY_NAME : BY_COMPOUND;
 }

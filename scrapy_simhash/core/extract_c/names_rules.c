@@ -92,13 +92,13 @@ add_vocabulary(PyObject *vocabulary, PyObject *words, unsigned bits)
 }
 
 /* configure_names(roles, hidden_styles, (class words, frame parts), (id words, id parts),
- * (content words, content parts)): names.RULES. */
+ * (content words, content parts), link box words): names.RULES. */
 PyObject *
 extract_configure_names(PyObject *module, PyObject *args)
 {
-    PyObject *roles, *styles, *words[N_PART_KINDS], *parts[N_PART_KINDS];
-    if (!PyArg_ParseTuple(args, "OO(OO)(OO)(OO):configure_names", &roles, &styles, &words[0], &parts[0], &words[1],
-                          &parts[1], &words[2], &parts[2])) {
+    PyObject *roles, *styles, *words[N_PART_KINDS], *parts[N_PART_KINDS], *link_box_words;
+    if (!PyArg_ParseTuple(args, "OO(OO)(OO)(OO)O:configure_names", &roles, &styles, &words[0], &parts[0], &words[1],
+                          &parts[1], &words[2], &parts[2], &link_box_words)) {
         return NULL;
     }
     NameRules rules = {encoded(roles, 0), encoded_styles(styles), PyDict_New(), {NULL}};
@@ -107,6 +107,7 @@ extract_configure_names(PyObject *module, PyObject *args)
         rules.parts[kind] = encoded(parts[kind], 0);
         status = rules.parts[kind] ? add_vocabulary(rules.words, words[kind], WORD_BITS[kind]) : -1;
     }
+    status = status == 0 ? add_vocabulary(rules.words, link_box_words, LINK_BOX_WORD) : -1;
     if (status == 0) {
         NameRules old = extract_name_rules;
         extract_name_rules = rules;

@@ -38,8 +38,8 @@ append_name(Buffer *buffer, const xmlAttr *attribute)
 }
 
 /* lxml's value of an attribute: its text children ("" for <div hidden>). */
-static int
-append_value(Buffer *buffer, const xmlAttr *attribute)
+int
+extract_append_value(Buffer *buffer, const xmlAttr *attribute)
 {
     for (const xmlNode *child = attribute->children; child != NULL; child = child->next) {
         if (child->type != XML_TEXT_NODE) {
@@ -63,6 +63,38 @@ extract_forget_verdicts(void)
     n_verdicts = 0;
 }
 
+/* Whether the element holds an <a href> (below it). */
+static int
+holds_link(const Tree *tree, int index)
+{
+    for (int at = index + 1, last = extract_last_inside(tree, index); at <= last; at++) {
+        if (tree->elements[at].flags & LINK) {
+            const xmlAttr *attribute = tree->elements[at].node->properties;
+            for (; attribute != NULL; attribute = attribute->next) {
+                if (attribute->ns == NULL && strcmp((const char *)attribute->name, "href") == 0) {
+                    return 1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* boilerplate.container_verdict: the attributes' verdict as it holds for this container,
+ * BY_COMPOUND and BY_LINK_NAME made BY_NAME or NOT_BOILERPLATE; -1 with an exception. */
+int
+extract_container_verdict(const Tree *tree, int index, Buffer *key)
+{
+    int verdict = extract_named_boilerplate(tree->elements[index].node, key);
+    if (verdict == BY_COMPOUND) { /* (a frame's word in a compound: not a paragraph's) */
+        return (tree->elements[index].flags & PARAGRAPH) ? NOT_BOILERPLATE : BY_NAME;
+    }
+    if (verdict == BY_LINK_NAME) { /* (a box named for its links holds one) */
+        return holds_link(tree, index) ? BY_NAME : NOT_BOILERPLATE;
+    }
+    return verdict;
+}
+
 /* boilerplate.attribute_verdict: a verdict (extract.h), or -1 with an exception. `key`
  * gets the attributes as names.c reads them: "name\0value\0" each. */
 int
@@ -73,8 +105,8 @@ extract_named_boilerplate(const xmlNode *node, Buffer *key)
     }
     key->length = 0;
     for (const xmlAttr *attribute = node->properties; attribute != NULL; attribute = attribute->next) {
-        if (append_name(key, attribute) < 0 || extract_append(key, "", 1) < 0 || append_value(key, attribute) < 0
-            || extract_append(key, "", 1) < 0) {
+        if (append_name(key, attribute) < 0 || extract_append(key, "", 1) < 0
+            || extract_append_value(key, attribute) < 0 || extract_append(key, "", 1) < 0) {
             return -1;
         }
     }
@@ -190,9 +222,10 @@ extract_prune(Tree *tree)
 {
     int *doomed = PyMem_Malloc(sizeof(int) * (size_t)tree->n_elements * 2 + sizeof(int));
     char *is_doomed = PyMem_Calloc((size_t)tree->n_elements + 1, 1);
+    char *reply = PyMem_Calloc((size_t)tree->n_elements + 1, 1);
     Buffer key = {0};
     int n_tagged = 0, n_named = 0, status = -1;
-    if (doomed == NULL || is_doomed == NULL) {
+    if (doomed == NULL || is_doomed == NULL || reply == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -206,12 +239,9 @@ extract_prune(Tree *tree)
             continue;
         }
         if (flags & CONTAINER) {
-            verdict = extract_named_boilerplate(tree->elements[index].node, &key);
+            verdict = extract_container_verdict(tree, index, &key);
             if (verdict < 0) {
                 goto done;
-            }
-            if (verdict == BY_COMPOUND) { /* (a frame's word in a compound: not a paragraph's) */
-                verdict = (flags & PARAGRAPH) ? NOT_BOILERPLATE : BY_NAME;
             }
             if ((verdict == BY_ROLE || (verdict == BY_NAME && !extract_reads_as_section(tree, index)))
                 && !in_listing(tree, index)) {
@@ -240,6 +270,16 @@ extract_prune(Tree *tree)
     for (int i = 0; i < n_doomed; i++) {
         is_doomed[doomed[i]] = 1;
     }
+    /* ...and a thread's replies, in order (once: some are named so too). */
+    if (extract_mark_thread_replies(tree, reply) < 0) {
+        goto done;
+    }
+    for (int index = 1; index < tree->n_elements; index++) {
+        if (reply[index] && !is_doomed[index]) {
+            is_doomed[index] = 1;
+            doomed[n_doomed++] = index;
+        }
+    }
     if (n_doomed && all_small(tree, doomed, n_doomed, is_doomed)) {
         for (int i = 0; i < n_doomed; i++) {
             tree->elements[doomed[i]].removed = doomed[i] != 0;
@@ -259,6 +299,7 @@ extract_prune(Tree *tree)
 done:
     PyMem_Free(doomed);
     PyMem_Free(is_doomed);
+    PyMem_Free(reply);
     PyMem_Free(key.data);
     return status;
 }

@@ -1,0 +1,99 @@
+"""A thread's replies: the posts after the first are its comments.
+
+A forum thread or an article with comments shows its posts as siblings of one shape (the
+same tag and the same first class name), each under its author's name and the time it was
+posted. The page is its first post; the replies change from one copy to the next (a
+repost in a forum gathers others; the same thread, crawled again, has more), as a comment
+section does. They are left out of the main text, as comments named so are
+(:mod:`.names`), when
+
+* at least two such siblings each hold a date and a time of day (:func:`has_stamp`: a
+  date alone is a listing's, "2024-05-03", a post's says when, "2024-05-03 21:04");
+* the first holds a heading (the post's title, or the headings of an article posted in
+  it) and none of the others does: a list of articles, each under its heading, is not a
+  thread, and neither is a thread whose posts are all alike (a discussion), which stays
+  whole.
+
+The C extraction (``extract_c/prune.c``) finds them itself and asks :func:`has_stamp` of
+the candidates' text; tests/test_threads.py holds both to the same results.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lxml import etree
+
+from .text import HEADING_TAGS
+
+__all__ = ["has_stamp", "thread_replies"]
+
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_DAY = r"\d{1,2}(?:st|nd|rd|th)?"
+_STAMP = re.compile(
+    r"(?:\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}日?"  # 2021-01-22, 2021年1月22日
+    rf"|{_MONTH}\s+{_DAY},?\s+\d{{4}}"  # Jul 16, 2025
+    rf"|{_DAY}\s+{_MONTH},?\s+\d{{4}})"  # 16 July 2025
+    r",?\s*(?:at\s+)?\d{1,2}:\d{2}",  # then the time of day: 00:35
+    re.IGNORECASE,
+)
+# The first class name, as the C code cuts it: HTML's spaces only.
+_HTML_SPACES = " \t\n\r\f"
+_FIRST_CLASS = re.compile(f"[^{_HTML_SPACES}]+")
+
+
+def has_stamp(text: str) -> bool:
+    """Whether *text* says when it was posted: a date, then a time of day.
+
+    >>> has_stamp("楼主 发表于 2021-01-22 12:20 | 只看该作者"), has_stamp("Jul 16, 2025 00:35:47 · #2")
+    (True, True)
+    >>> has_stamp("Released 2024-05-03"), has_stamp("Meet at 12:20")
+    (False, False)
+    """
+    return _STAMP.search(text) is not None
+
+
+def thread_replies(body: etree._Element) -> list[etree._Element]:
+    """The replies of the threads in *body* (see the module), in document order."""
+    replies: set[etree._Element] = set()
+    seen: set[etree._Element] = set()
+    for heading in body.iter(*HEADING_TAGS):
+        for first in (heading, *heading.iterancestors()):
+            if first is body:
+                break
+            if first in seen:
+                break  # (and so are its ancestors)
+            seen.add(first)
+            replies.update(_replies_after(first))
+    if not replies:
+        return []
+    return [element for element in body.iter() if element in replies]
+
+
+def _replies_after(first: etree._Element) -> list[etree._Element]:
+    """The replies that follow *first* (which holds a heading), if it opens a thread."""
+    key = _post_key(first)
+    if key is None or any(_post_key(sibling) == key for sibling in first.itersiblings(preceding=True)):
+        return []
+    later = [sibling for sibling in first.itersiblings() if _post_key(sibling) == key]
+    if not later or any(_holds_heading(post) for post in later):
+        return []
+    if not all(has_stamp(_text(post)) for post in (first, *later)):
+        return []
+    return later
+
+
+def _post_key(element: etree._Element) -> tuple[str, str] | None:
+    """The shape of a post: its tag and its first class name (None: no class, no post)."""
+    if not isinstance(element.tag, str):
+        return None  # (a comment)
+    first = _FIRST_CLASS.search(element.get("class") or "")
+    return None if first is None else (element.tag, first.group())
+
+
+def _holds_heading(element: etree._Element) -> bool:
+    return next(element.iter(*HEADING_TAGS), None) is not None
+
+
+def _text(element: etree._Element) -> str:
+    return etree.tostring(element, method="text", encoding=str, with_tail=False)
