@@ -45,11 +45,19 @@ def test_the_same_thread_with_other_replies_extracts_the_same(python: bool) -> N
     assert _extract(_thread(), python) == _extract(_thread(replies=["Another reply, written much later."]), python)
 
 
+_NESTED = _thread(article=ARTICLE + _thread().split("<body>")[1].split("</body>")[0])  # a thread in the first post
+_NAMED = _thread().replace("class='post reply'", "class='post reply comment'", 1)  # a reply named a comment too
+_UNSTAMPED = _thread().replace("2021-01-22 12:20", "yesterday", 2)  # the first reply has no stamp
+_EARLIER = _post(False, "Earlier", "2021-01-22 12:20")
+_NOT_FIRST = _thread().replace("<div id='postlist'>", f"<div id='postlist'>{_EARLIER}")
+
+
 @pytest.mark.parametrize("python", [False, True])
 @pytest.mark.parametrize("page", [
     _thread(article="<p>Put /home on its own partition, and /var too when the disk is big enough.</p>"),  # no heading
     _thread(stamp="2021-01-22"),  # dates without a time of day: a listing's
     _thread(replies=[f"<h3>Reply {n}</h3>{reply}" for n, reply in enumerate(REPLIES)]),  # each under a heading
+    _NOT_FIRST,  # the post with a heading is not the first of its shape
 ])  # fmt: skip
 def test_posts_that_are_no_thread_stay(page: str, python: bool) -> None:
     extracted = _extract(page, python)
@@ -63,13 +71,9 @@ def test_a_stamp_is_a_date_then_a_time_of_day() -> None:
     assert not has_stamp("March 2024 at 9:05")
 
 
-_NESTED = _thread(article=ARTICLE + _thread().split("<body>")[1].split("</body>")[0])  # a thread in the first post
-_NAMED = _thread().replace("class='post reply'", "class='post reply comment'", 1)  # a reply named a comment too
-_UNSTAMPED = _thread().replace("2021-01-22 12:20", "yesterday", 2)  # the first reply has no stamp
-
-
 @needs_c
-@pytest.mark.parametrize("page", [_thread(), _NESTED, _NAMED, _UNSTAMPED, _thread(stamp="Jul 16, 2025 00:35")])
+@pytest.mark.parametrize("page", [_thread(), _NESTED, _NAMED, _UNSTAMPED, _NOT_FIRST,
+                                  _thread(stamp="Jul 16, 2025 00:35")])
 def test_the_c_extraction_finds_the_same_replies(page: str) -> None:
     c_blocks, python_blocks = both_ways(page)
     assert c_blocks == python_blocks

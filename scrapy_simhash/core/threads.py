@@ -57,25 +57,29 @@ def thread_replies(body: etree._Element) -> list[etree._Element]:
     """The replies of the threads in *body* (see the module), in document order."""
     replies: set[etree._Element] = set()
     seen: set[etree._Element] = set()
+    followers: set[etree._Element] = set()  # never a first post: once per group, not once per post
     for heading in body.iter(*HEADING_TAGS):
         for first in (heading, *heading.iterancestors()):
-            if first is body:
-                break
-            if first in seen:
-                break  # (and so are its ancestors)
+            if first is body or first in seen:
+                break  # (a seen one's ancestors were seen too)
             seen.add(first)
-            replies.update(_replies_after(first))
+            if first not in followers:
+                replies.update(_replies_after(first, followers))
     if not replies:
         return []
     return [element for element in body.iter() if element in replies]
 
 
-def _replies_after(first: etree._Element) -> list[etree._Element]:
-    """The replies that follow *first* (which holds a heading), if it opens a thread."""
+def _replies_after(first: etree._Element, followers: set[etree._Element]) -> list[etree._Element]:
+    """The replies that follow *first* (which holds a heading), if it opens a thread; the
+    posts after it go into *followers*."""
     key = _post_key(first)
-    if key is None or any(_post_key(sibling) == key for sibling in first.itersiblings(preceding=True)):
+    if key is None:
         return []
     later = [sibling for sibling in first.itersiblings() if _post_key(sibling) == key]
+    followers.update(later)
+    if any(_post_key(sibling) == key for sibling in first.itersiblings(preceding=True)):
+        return []
     if not later or any(_holds_heading(post) for post in later):
         return []
     if not all(has_stamp(_text(post)) for post in (first, *later)):

@@ -95,9 +95,11 @@ stamped(const Tree *tree, int index, Buffer *text)
 }
 
 /* The replies after `first` (which holds a heading) marked in `reply`, if it opens a
- * thread (threads._replies_after); -1 with an exception. */
+ * thread, and the posts after it in `follower` (threads._replies_after); -1 with an
+ * exception. */
 static int
-mark_replies_after(const Tree *tree, int first, const char *holds_heading, char *reply, Buffer *scratch)
+mark_replies_after(const Tree *tree, int first, const char *holds_heading, char *reply, char *follower,
+                   Buffer *scratch)
 {
     const Element *element = &tree->elements[first];
     Buffer *key = &scratch[0], *other = &scratch[1];
@@ -105,21 +107,26 @@ mark_replies_after(const Tree *tree, int first, const char *holds_heading, char 
     if (has <= 0) {
         return has;
     }
+    int n_later = 0, later_heading = 0;
+    for (int at = element->next_sibling; at >= 0; at = tree->elements[at].next_sibling) {
+        int same = has_key(tree, at, element->node, key, other);
+        if (same < 0) {
+            return -1;
+        }
+        follower[at] = follower[at] || same;
+        n_later += same;
+        later_heading = later_heading || (same && holds_heading[at]);
+    }
     for (int at = tree->elements[element->parent].first_child; at != first; at = tree->elements[at].next_sibling) {
         int same = has_key(tree, at, element->node, key, other);
         if (same != 0) {
             return same < 0 ? -1 : 0; /* (not the first post) */
         }
     }
-    int n_later = 0;
-    for (int at = element->next_sibling; at >= 0; at = tree->elements[at].next_sibling) {
-        int same = has_key(tree, at, element->node, key, other);
-        if (same < 0 || (same && holds_heading[at])) {
-            return same < 0 ? -1 : 0; /* (a list of articles, not a thread) */
-        }
-        n_later += same;
+    if (n_later == 0 || later_heading) {
+        return 0; /* (a list of articles, not a thread) */
     }
-    int status = n_later > 0 ? stamped(tree, first, other) : 0;
+    int status = stamped(tree, first, other);
     for (int at = element->next_sibling; status > 0 && at >= 0; at = tree->elements[at].next_sibling) {
         int same = has_key(tree, at, element->node, key, other);
         status = same > 0 ? stamped(tree, at, other) : same < 0 ? -1 : status;
@@ -139,11 +146,12 @@ extract_mark_thread_replies(const Tree *tree, char *reply)
         PyErr_SetString(PyExc_RuntimeError, "configure_threads() was not called");
         return -1;
     }
-    char *holds_heading = PyMem_Calloc((size_t)tree->n_elements + 1, 1);
+    char *holds_heading = PyMem_Calloc((size_t)tree->n_elements + 1, 2); /* and then `follower` */
     if (holds_heading == NULL) {
         PyErr_NoMemory();
         return -1;
     }
+    char *follower = holds_heading + tree->n_elements + 1; /* never a first post: once per group */
     for (int index = tree->n_elements - 1; index >= 0; index--) { /* (children come after their parent) */
         const Element *element = &tree->elements[index];
         holds_heading[index] = holds_heading[index] || (element->flags & SECTION_HEADING) != 0;
@@ -154,8 +162,8 @@ extract_mark_thread_replies(const Tree *tree, char *reply)
     Buffer scratch[2] = {{0}, {0}};
     int status = 0;
     for (int index = 1; status == 0 && index < tree->n_elements; index++) { /* (not the body) */
-        if (holds_heading[index]) {
-            status = mark_replies_after(tree, index, holds_heading, reply, scratch);
+        if (holds_heading[index] && !follower[index]) {
+            status = mark_replies_after(tree, index, holds_heading, reply, follower, scratch);
         }
     }
     PyMem_Free(scratch[0].data);
