@@ -53,6 +53,23 @@ def test_a_box_named_for_links_is_kept_when_it_holds_none(box: str, python: bool
     assert "Another story" not in extracted
 
 
+@pytest.mark.parametrize("python", [False, True])
+def test_a_class_of_headers_the_page_repeats_is_its_entries(python: bool) -> None:
+    """pydoctor heads each method's documentation with its signature, in a div.functionHeader;
+    the page's own header, named so once, is the page's frame."""
+    members = "".join(
+        f"<div class='basemethod'><div class='functionHeader'>def method_{n}(self, request):</div>"
+        f"<div class='functionBody'><p>Handles the request number {n} and returns what it made of it.</p></div></div>"
+        for n in range(4)
+    )
+    html = (f"<body><div class='header'>Site of the project: home, downloads, mailing lists</div>"
+            f"<div class='content'><h1>class Handler</h1><p>{ARTICLE}</p>{members}</div></body>")
+    with python_instead_of("extraction") if python else nullcontext():
+        extracted = _extract(html)
+    assert all(f"def method_{n}(self, request):" in extracted for n in range(4))
+    assert "Site of the project" not in extracted
+
+
 def test_byline_copyright_and_disclaimer_lines_are_removed() -> None:
     html = (
         f"<body><article><h1>Title</h1><p class='byline'>By A. Writer, 3 May</p><p>{ARTICLE[:1500]}</p>"

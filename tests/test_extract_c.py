@@ -58,7 +58,7 @@ _CLASSES = st.sampled_from(
     ["", "content", "sidebar", "nav", "ad", "post-body", "comments", "menu main", "row", "share-bar", "SideBar",
      "sphinxsidebar", "siteFooter", "howtogetheader", "domain", "posting", "section", "header", "headertitle",
      "title", "\u01c4Footer", "Straße-footer", "İnav", "related-links", "tags", "share sidebar",
-     "post first", "post reply", " post"]
+     "post first", "post reply", " post", "functionHeader"]
 )
 _ATTRIBUTES = st.lists(
     st.one_of(

@@ -13,7 +13,15 @@ from hypothesis import strategies as st
 
 from conftest import CORPUS, needs_corpus
 from scrapy_simhash.core import content, names
-from scrapy_simhash.core.names import BY_COMPOUND, BY_LINK_NAME, BY_NAME, BY_ROLE, MAIN_BY_ROLE, NOT_BOILERPLATE
+from scrapy_simhash.core.names import (
+    BY_COMPOUND,
+    BY_LINK_NAME,
+    BY_NAME,
+    BY_ROLE,
+    HEADER_ONLY,
+    MAIN_BY_ROLE,
+    NOT_BOILERPLATE,
+)
 
 BUILT = content._extract
 needs_c = pytest.mark.skipif(
@@ -61,6 +69,10 @@ def assert_same_verdict(pairs: Pairs) -> None:
     ((("class", "tags relatedmenu"),), BY_NAME),  # ...even in a compound
     ((("class", "tags"), ("id", "comments")), BY_NAME),  # ...or by its id
     ((("class", "related"), ("id", "related")), BY_LINK_NAME),  # (not an id's word)
+    ((("class", "functionHeader"),), BY_NAME | HEADER_ONLY),  # a header's name only
+    ((("class", "panelheader card"),), BY_COMPOUND | HEADER_ONLY),
+    ((("class", "header"), ("id", "header")), BY_NAME),  # also by its id
+    ((("class", "header nav"),), BY_NAME),  # also for another part of the frame
 ])  # fmt: skip
 def test_verdicts(pairs: Pairs, verdict: int) -> None:
     assert BUILT.attribute_verdict(pairs) == names.attributes_say_boilerplate(pairs) == verdict
@@ -68,8 +80,9 @@ def test_verdicts(pairs: Pairs, verdict: int) -> None:
 
 # ---- Generated attribute sets --------------------------------------------------------
 
-_ROLES, _STYLES, *_VOCABULARIES, _LINK_BOX_WORDS = names.RULES
-_WORDS = sorted({word for words, parts in _VOCABULARIES for word in (*words, *parts)} | _LINK_BOX_WORDS)
+_ROLES, _STYLES, *_VOCABULARIES, _LINK_BOX_WORDS, _HEADER_PARTS = names.RULES
+_WORDS = sorted({word for words, parts in _VOCABULARIES for word in (*words, *parts)} | _LINK_BOX_WORDS
+                | set(_HEADER_PARTS))
 _LETTERS = "ßİıǄǅǆςΣΩжЖ中ſKﬁé\u0301"  # special cases of lower(), non-ASCII letters, a mark
 _PIECES = st.one_of(
     st.sampled_from(_WORDS),

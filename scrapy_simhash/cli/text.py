@@ -12,6 +12,7 @@ from lxml import etree
 from ..core import digests, text
 from ..core.boilerplate import boilerplate_elements, is_credit_line
 from ..core.fingerprinter import Fingerprinter, content_blocks
+from ..core.threads import thread_replies
 from ._common import file_url
 from ._io import warn
 from ._options import add_fingerprint_arguments, fingerprinter_from_args
@@ -82,9 +83,11 @@ def annotated(fingerprinter: Fingerprinter, html: bytes, url: str | None = None)
 def _boilerplate_reasons(body: etree._Element) -> dict[str, str]:
     """Each block inside an element the extraction takes for boilerplate, and why."""
     reasons: dict[str, str] = {}
+    replies = set(thread_replies(body))
     for element in reversed(boilerplate_elements(body)):  # the outermost last: its reason wins
         attributes = " ".join(f'{name}="{value}"' for name, value in element.items() if name in _NAMING)
         why = f"<{element.tag}{' ' + attributes if attributes else ''}>"
+        why = f"a thread's reply, {why}" if element in replies else why
         for block in content_blocks(text.split_blocks(element)):
             reasons[block] = why
     return reasons

@@ -37,6 +37,7 @@ def configure_names(
     id_rules: tuple[Collection[str], Sequence[str]],
     content_rules: tuple[Collection[str], Sequence[str]],
     link_box_words: Collection[str],
+    header_parts: Sequence[str],
     /,
 ) -> None: ...
 def configure_threads(has_stamp: Callable[[str], bool], /) -> None: ...
@@ -48,7 +49,7 @@ def block_keys(blocks: list[str], short_block: int, /) -> list[int]: ...
 def configure(
     tags: dict[bytes, int],
     verdict: Callable[[tuple[tuple[str, str], ...]], int],
-    credit: tuple[Callable[[str], bool], str, str],
+    credit: tuple[Callable[[str], bool], str, str, int],
     shares: tuple[float, float, float, float, float, float, float, float, float, float, float, float],
     counts: tuple[int, int, int, int],
     /,

@@ -15,6 +15,8 @@ replaces them with its own.
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Callable
 
 from lxml import etree
 
@@ -23,6 +25,7 @@ from .names import (
     BY_LINK_NAME,
     BY_NAME,
     BY_ROLE,
+    HEADER_ONLY,
     MAIN_BY_ROLE,
     NOT_BOILERPLATE,
     attributes_say_boilerplate,
@@ -84,9 +87,10 @@ _NAME_LINE = re.compile(r"[(\[（【]?\s*(?:(?:编辑|作者|记者)\s*[:：]|po
 #: Longer blocks starting that way are content (a paragraph about copyright law).
 _MAX_CREDIT_LINE = 160
 _MAX_NAME_LINE = 32
-#: ...and a line this short that says when it was posted, a date and a time of day
-#: (:func:`.threads.has_stamp`): a post's or a reply's ("楼主 发表于 2021-01-22 12:20 |
-#: 只看该作者", "Posted by ann on Jul 16, 2025 00:35"), which a repost prints its own.
+#: ...and any line this short that holds a date and a time of day (:func:`.threads.has_stamp`):
+#: mostly when a post was posted ("楼主 发表于 2021-01-22 12:20 | 只看该作者", "Posted by ann
+#: on Jul 16, 2025 00:35"), which a repost prints its own, or a timestamp; a schedule's
+#: rows ("Keynote: 2024-05-03 14:00") go too.
 MAX_STAMP_LINE = 64
 #: Verdicts on containers by their attributes, kept across pages (~300 bytes each).
 _VERDICTS: dict[tuple[tuple[str, str], ...], int] = {}
@@ -99,21 +103,23 @@ def _text_chars(element: etree._Element) -> int:
 
 
 def boilerplate_elements(body: etree._Element) -> list[etree._Element]:
-    """The elements :func:`prune_boilerplate` looks at: by tag, then by role or names.
-    (It keeps some of them: one that holds most of the page's text and is not mostly links.)
+    """The elements :func:`prune_boilerplate` looks at: by tag, then by role or names, then
+    a thread's replies (:func:`.threads.thread_replies`). (It keeps some of them: one that
+    holds most of the page's text and is not mostly links.)
     """
     # One walk of the tree for both kinds (each walk of a big page costs ~0.1 ms); the
     # tagged ones come first, as they are removed first.
     tagged: list[etree._Element] = []
     named: list[etree._Element] = []
     landmarks: list[etree._Element] = []
+    repeated = repeated_in(body)
     for element in body.iter(*BOILERPLATE_TAGS, *CONTAINER_TAGS, *LANDMARK_TAGS):
         if element.tag in _BOILERPLATE_TAG_SET:
             tagged.append(element)
         elif element.tag in LANDMARK_TAGS:
             landmarks.append(element)
         else:
-            verdict = container_verdict(element)
+            verdict = container_verdict(element, repeated)
             by_name = verdict == BY_ROLE or (verdict == BY_NAME and not reads_as_section(element))
             if by_name and not _in_listing(element):
                 named.append(element)
@@ -151,17 +157,41 @@ def attribute_verdict(element: etree._Element) -> int:
     return verdict
 
 
-def container_verdict(element: etree._Element) -> int:
-    """:func:`attribute_verdict` as it holds for this container: a frame's word in a
-    compound name is not a paragraph's (:data:`.names.BY_COMPOUND`), and a box named for
-    its links holds one (:data:`.names.BY_LINK_NAME`); either is :data:`.names.BY_NAME`
-    or :data:`.names.NOT_BOILERPLATE`."""
+def container_verdict(element: etree._Element, repeated: Callable[[etree._Element], bool]) -> int:
+    """:func:`attribute_verdict` as it holds for this container: a header followed by what
+    it heads, whose tag and class the page gives to another element too (*repeated*), is an
+    entry's (:data:`.names.HEADER_ONLY`; not a label alone in a table's cell), a frame's
+    word in a compound name is not a paragraph's (:data:`.names.BY_COMPOUND`), and a box
+    named for its links holds one (:data:`.names.BY_LINK_NAME`); each is
+    :data:`.names.BY_NAME` or :data:`.names.NOT_BOILERPLATE`."""
     verdict = attribute_verdict(element)
+    if verdict & HEADER_ONLY:
+        if _heads_something(element) and repeated(element):
+            return NOT_BOILERPLATE
+        verdict &= ~HEADER_ONLY
     if verdict == BY_COMPOUND:
         return NOT_BOILERPLATE if element.tag == "p" else BY_NAME
     if verdict == BY_LINK_NAME:
         return BY_NAME if element.find(".//a[@href]") is not None else NOT_BOILERPLATE
     return verdict
+
+
+def _heads_something(element: etree._Element) -> bool:
+    return any(isinstance(sibling.tag, str) for sibling in element.itersiblings())
+
+
+def repeated_in(body: etree._Element) -> Callable[[etree._Element], bool]:
+    """Whether the page gives an element's tag and class to another element of *body*
+    too. Counted once, when first asked (few pages ask)."""
+    counts: Counter[tuple[str, str]] | None = None
+
+    def repeated(element: etree._Element) -> bool:
+        nonlocal counts
+        if counts is None:
+            counts = Counter((other.tag, other.get("class")) for other in body.iter() if other.get("class") is not None)
+        return counts[(element.tag, element.get("class"))] >= 2
+
+    return repeated
 
 
 def reads_as_section(element: etree._Element) -> bool:

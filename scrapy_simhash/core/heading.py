@@ -149,6 +149,7 @@ def lost_by_name(heading: etree._Element, body: etree._Element) -> bool:
     """Whether the name rules prune *heading* (or an element around it, below *body*),
     and no element around it is boilerplate by its tag or its role. Asked before pruning."""
     named = False
+    repeated = boilerplate.repeated_in(body)
     for element in (heading, *heading.iterancestors()):
         if element is body:
             break
@@ -156,7 +157,7 @@ def lost_by_name(heading: etree._Element, body: etree._Element) -> bool:
             return False
         if element.tag not in boilerplate.CONTAINER_TAGS:
             continue
-        verdict = boilerplate.container_verdict(element)
+        verdict = boilerplate.container_verdict(element, repeated)
         if verdict == BY_ROLE:
             return False
         named = named or (verdict == BY_NAME and not boilerplate.reads_as_section(element))

@@ -13,6 +13,12 @@ that holds no link is no such box: templates give such names to what wraps an ar
 text too (``share-box``, a ``social`` wrapper of the story and its share buttons), and a
 repost of the article inside that template must keep it.
 
+A header named so by its class alone (:data:`HEADER_ONLY`) is the page's when the page has
+one; a header followed by what it heads, whose tag and class the page gives to another
+element too, is an entry's (pydoctor's ``functionHeader`` above each method's
+documentation, with the method's signature; not Doxygen's ``groupHeader``, a label alone in
+a table's cell).
+
 A container named boilerplate (:data:`BY_NAME`) may still be a section of the text
 whose id was made from its heading (``csrf-cookie-age``, ``host-header-poisoning``): the
 pruning spares those that read as sections (:func:`.boilerplate.reads_as_section`).
@@ -30,6 +36,8 @@ BY_NAME: Final = 2  # a class or id word: boilerplate unless it reads as a secti
 MAIN_BY_ROLE: Final = 3  # role="main": the content itself, and what holds it is the page's frame
 BY_COMPOUND: Final = 4  # a frame's word inside a compound name only: BY_NAME, but not for a <p>
 BY_LINK_NAME: Final = 5  # only class words for a box of links: BY_NAME if it holds a link
+#: A flag on BY_NAME and BY_COMPOUND: its class names a header only (``functionHeader``).
+HEADER_ONLY: Final = 8
 
 _BOILERPLATE_ROLES = frozenset(
     {"navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar", "dialog"}
@@ -45,6 +53,8 @@ _CLASS_WORDS = frozenset(
 )
 # ...of which these name a box of links (a box without one is something else).
 _LINK_BOX_WORDS = frozenset("recommend recommended related share sharing social tag tags".split())
+# ...and these a header (:data:`HEADER_ONLY`).
+_HEADER_PARTS = ("header",)
 # Ids are often made from headings ("s-meta-options"): only the longer words count there.
 _ID_WORDS = frozenset(
     "advert banner breadcrumb breadcrumbs comment comments cookie cookies footer header menu navbar "
@@ -73,7 +83,7 @@ _HIDDEN_STYLE = re.compile(
 #: so that they are written here only.
 RULES: Final = (
     _BOILERPLATE_ROLES, _HIDDEN_STYLES, (_CLASS_WORDS, _FRAME_PARTS), (_ID_WORDS, _ID_PARTS),
-    (_CONTENT_WORDS, _CONTENT_PARTS), _LINK_BOX_WORDS,
+    (_CONTENT_WORDS, _CONTENT_PARTS), _LINK_BOX_WORDS, _HEADER_PARTS,
 )
 
 
@@ -94,6 +104,7 @@ def attributes_say_boilerplate(pairs: tuple[tuple[str, str], ...]) -> int:
     """Whether an element with these attributes (``element.items()``) is boilerplate:
     :data:`NOT_BOILERPLATE`, :data:`BY_ROLE`, :data:`BY_NAME`, :data:`BY_COMPOUND` or
     :data:`BY_LINK_NAME`; or the page's content by its ARIA role (:data:`MAIN_BY_ROLE`).
+    :data:`BY_NAME` and :data:`BY_COMPOUND` may carry the flag :data:`HEADER_ONLY`.
 
     >>> attributes_say_boilerplate((("class", "site-footer"),)), attributes_say_boilerplate((("id", "domains"),))
     (2, 0)
@@ -103,6 +114,8 @@ def attributes_say_boilerplate(pairs: tuple[tuple[str, str], ...]) -> int:
     (0, 1)
     >>> attributes_say_boilerplate((("class", "related-links"),)), attributes_say_boilerplate((("class", "tags nav"),))
     (5, 2)
+    >>> attributes_say_boilerplate((("class", "functionHeader"),)) == BY_NAME | HEADER_ONLY
+    True
     """
     attributes = dict(pairs)
     if attributes.get("role") in _BOILERPLATE_ROLES or _is_hidden(attributes):
@@ -117,7 +130,11 @@ def attributes_say_boilerplate(pairs: tuple[tuple[str, str], ...]) -> int:
         return NOT_BOILERPLATE
     if class_signals and not id_says and all(word in _LINK_BOX_WORDS for word in class_signals):
         return BY_LINK_NAME
-    return BY_NAME if _says(class_words, _CLASS_WORDS) or _says(id_words, _ID_WORDS) else BY_COMPOUND
+    verdict = BY_NAME if _says(class_words, _CLASS_WORDS) or _says(id_words, _ID_WORDS) else BY_COMPOUND
+    if class_signals and not id_says and all(word.startswith(_HEADER_PARTS) or word.endswith(_HEADER_PARTS)
+                                             for word in class_signals):
+        verdict |= HEADER_ONLY
+    return verdict
 
 
 def _is_hidden(attributes: dict[str, str]) -> bool:

@@ -14,7 +14,7 @@ section does. They are left out of the main text, as comments named so are
   thread, and neither is a thread whose posts are all alike (a discussion), which stays
   whole.
 
-The C extraction (``extract_c/prune.c``) finds them itself and asks :func:`has_stamp` of
+The C extraction (``extract_c/threads.c``) finds them itself and asks :func:`has_stamp` of
 the candidates' text; tests/test_threads.py holds both to the same results.
 """
 
@@ -55,36 +55,36 @@ def has_stamp(text: str) -> bool:
 
 def thread_replies(body: etree._Element) -> list[etree._Element]:
     """The replies of the threads in *body* (see the module), in document order."""
-    replies: set[etree._Element] = set()
-    seen: set[etree._Element] = set()
-    followers: set[etree._Element] = set()  # never a first post: once per group, not once per post
+    holders: set[etree._Element] = set()  # the elements that hold a heading: posts may open threads
+    parents: dict[etree._Element, None] = {}  # ...and those that hold one of them
     for heading in body.iter(*HEADING_TAGS):
-        for first in (heading, *heading.iterancestors()):
-            if first is body or first in seen:
-                break  # (a seen one's ancestors were seen too)
-            seen.add(first)
-            if first not in followers:
-                replies.update(_replies_after(first, followers))
+        holders.add(heading)
+        for parent in heading.iterancestors():
+            holders.add(parent)
+            if parent in parents or parent is body:
+                parents[parent] = None
+                break  # (its ancestors are in already, or outside the body)
+            parents[parent] = None
+    replies = {reply for parent in parents for reply in _replies_among(parent, holders)}
     if not replies:
         return []
     return [element for element in body.iter() if element in replies]
 
 
-def _replies_after(first: etree._Element, followers: set[etree._Element]) -> list[etree._Element]:
-    """The replies that follow *first* (which holds a heading), if it opens a thread; the
-    posts after it go into *followers*."""
-    key = _post_key(first)
-    if key is None:
-        return []
-    later = [sibling for sibling in first.itersiblings() if _post_key(sibling) == key]
-    followers.update(later)
-    if any(_post_key(sibling) == key for sibling in first.itersiblings(preceding=True)):
-        return []
-    if not later or any(_holds_heading(post) for post in later):
-        return []
-    if not all(has_stamp(_text(post)) for post in (first, *later)):
-        return []
-    return later
+def _replies_among(parent: etree._Element, holders: set[etree._Element]) -> list[etree._Element]:
+    """The replies among *parent*'s children: each shape's posts after the first, if they
+    are a thread's (each child looked at once, whatever the number of shapes)."""
+    posts: dict[tuple[str, str], list[etree._Element]] = {}
+    for child in parent:
+        key = _post_key(child)
+        if key is not None:
+            posts.setdefault(key, []).append(child)
+    replies = []
+    for first, *later in posts.values():
+        if first in holders and later and not any(post in holders for post in later):
+            if all(has_stamp(_text(post)) for post in (first, *later)):
+                replies.extend(later)
+    return replies
 
 
 def _post_key(element: etree._Element) -> tuple[str, str] | None:
@@ -93,10 +93,6 @@ def _post_key(element: etree._Element) -> tuple[str, str] | None:
         return None  # (a comment)
     first = _FIRST_CLASS.search(element.get("class") or "")
     return None if first is None else (element.tag, first.group())
-
-
-def _holds_heading(element: etree._Element) -> bool:
-    return next(element.iter(*HEADING_TAGS), None) is not None
 
 
 def _text(element: etree._Element) -> str:

@@ -37,7 +37,10 @@ def golden_pages() -> list[dict[str, str]]:
     numbered, ``dev-00611``; version 15, from Debian's doc packages: a Doxygen source page
     that shows its file's name alone, ``dealii-helper__functions_8h_source``, and one
     without a ``<title>``, ``jsoncpp-roadmap_8dox``, and a Javadoc "uses of" page, its
-    heading an ``<h2>`` with a line break, ``jsoup-class-use-Jsoup``)."""
+    heading an ``<h2>`` with a line break, ``jsoup-class-use-Jsoup``; version 16: a repost in
+    a forum's thread, its replies left out, ``dev-00241``; version 17: a pydoctor class page,
+    each member's signature in a repeated ``div.functionHeader``,
+    ``twisted-doc-twisted.protocols.dict.Definition``)."""
     if not PAGES.exists():
         with gzip.open(CORPUS_PAGES, "rt", encoding="utf-8") as lines:
             sample = [line for number, line in enumerate(lines) if number % EVERY == 0]

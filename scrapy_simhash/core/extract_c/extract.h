@@ -190,7 +190,22 @@ INTERNAL long extract_loose_chars(const Tree *tree, int index);
 
 INTERNAL int extract_prune(Tree *tree);
 INTERNAL int extract_named_boilerplate(const xmlNode *node, Buffer *key);
-INTERNAL int extract_container_verdict(const Tree *tree, int index, Buffer *key);
+/* The tree's elements with a class, by the hash of their tag and class (container.c):
+ * built when first asked, for boilerplate.repeated_in. */
+typedef struct {
+    uint64_t hash;
+    int index;
+} ClassEntry;
+typedef struct {
+    ClassEntry *entries;
+    int n, built;
+} ClassIndex;
+INTERNAL int extract_container_verdict(const Tree *tree, int index, Buffer *key, ClassIndex *classes);
+INTERNAL void extract_free_class_index(ClassIndex *classes);
+INTERNAL int extract_same_tag(const xmlNode *a, const xmlNode *b);
+#define EXTRACT_HASH_START 0xcbf29ce484222325ULL /* FNV-1a's offset basis */
+INTERNAL uint64_t extract_hash_bytes(uint64_t hash, const char *data, size_t length);
+INTERNAL uint64_t extract_hash_tagged(const xmlNode *node, const char *data, size_t length);
 INTERNAL int extract_append_value(Buffer *buffer, const xmlAttr *attribute);
 /* A thread's replies (threads.c). */
 INTERNAL int extract_mark_thread_replies(const Tree *tree, char *reply);
@@ -198,6 +213,7 @@ INTERNAL PyObject *extract_configure_threads(PyObject *module, PyObject *functio
 INTERNAL int extract_reads_as_section(const Tree *tree, int index);
 /* Verdicts of names.attributes_say_boilerplate. */
 enum { NOT_BOILERPLATE, BY_ROLE, BY_NAME, MAIN_BY_ROLE, BY_COMPOUND, BY_LINK_NAME };
+enum { HEADER_ONLY = 8 }; /* names.HEADER_ONLY: a flag on BY_NAME and BY_COMPOUND */
 INTERNAL void extract_forget_verdicts(void);
 INTERNAL int extract_main_container(Tree *tree, int prose, long total, int *behind, int *n_behind);
 INTERNAL PyObject *extract_blocks(const Tree *tree, const int *kept, int n_kept, int links_are_content);
@@ -214,6 +230,8 @@ enum {
     CONTENT_PART = 1 << 5, /* ... of names._CONTENT_PARTS */
     LINK_BOX_WORD = 1 << 6, /* in names._LINK_BOX_WORDS */
     OTHER_SIGNAL = 1 << 7,  /* a class word or a frame's part, not of names._LINK_BOX_WORDS */
+    HEADER_PART = 1 << 8,   /* starts or ends with one of names._HEADER_PARTS */
+    NOT_HEADER = 1 << 9,    /* a class word or a frame's part without one */
 };
 enum { N_PART_KINDS = 3 };
 
@@ -223,6 +241,7 @@ typedef struct {
     PyObject *styles;              /* tuple of (property, value), lower-cased: names._HIDDEN_STYLES */
     PyObject *words;               /* dict: a word of the vocabularies -> its bits */
     PyObject *parts[N_PART_KINDS]; /* tuples: the frame's, the id's, the content's */
+    PyObject *header_parts;        /* tuple: names._HEADER_PARTS */
 } NameRules;
 
 INTERNAL extern NameRules extract_name_rules;

@@ -135,6 +135,7 @@ int
 extract_lost_by_name(const Tree *tree, int heading)
 {
     Buffer key = {0};
+    ClassIndex classes = {0};
     int named = 0, status = -1;
     for (int at = heading; at > 0; at = tree->elements[at].parent) {
         unsigned flags = tree->elements[at].flags;
@@ -145,7 +146,7 @@ extract_lost_by_name(const Tree *tree, int heading)
         if (!(flags & CONTAINER)) {
             continue;
         }
-        int verdict = extract_container_verdict(tree, at, &key);
+        int verdict = extract_container_verdict(tree, at, &key, &classes);
         if (verdict < 0) {
             goto done;
         }
@@ -158,6 +159,7 @@ extract_lost_by_name(const Tree *tree, int heading)
     status = named;
 done:
     PyMem_Free(key.data);
+    extract_free_class_index(&classes);
     return status;
 }
 

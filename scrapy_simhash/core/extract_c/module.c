@@ -214,11 +214,12 @@ static PyMethodDef methods[] = {
      "configure_threads(has_stamp): threads.has_stamp, asked of the candidate posts' text."},
     {"configure_names", extract_configure_names, METH_VARARGS,
      "configure_names(roles, hidden_styles, (class words, frame parts), (id words, id parts), (content words, "
-     "content parts), link box words): names.RULES, which attribute_verdict reads."},
+     "content parts), link box words, header parts): names.RULES, which attribute_verdict reads."},
     {"attribute_verdict", extract_attribute_verdict_of_pairs, METH_O,
      "attribute_verdict(pairs): names.attributes_say_boilerplate(pairs), in C (names.c)."},
     {"configure", configure, METH_VARARGS,
-     "configure(tags, verdict, (credit, its brackets, its first letters), (descend, fair, winner, margin, link "
+     "configure(tags, verdict, (credit, its brackets, its first letters, the longest stamp line), (descend, fair, "
+     "winner, margin, link "
      "density, prose, pruned, pruned link shares, winner's lead,"
      " text entries' share of a list, the heading alone, numbered links' share of a table of contents),"
      " (contestants, sized at once, least prose of a section, entries of a list))"},

@@ -83,6 +83,20 @@ lowered_word(const char *s, Py_ssize_t length, int ascii)
     return word;
 }
 
+/* word.startswith(parts) or word.endswith(parts) */
+static int
+has_part(Span word, PyObject *parts)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(parts); i++) {
+        Span part = span_of(PyTuple_GET_ITEM(parts, i));
+        if (part.length <= word.length
+            && (starts_with(word.data, part) || starts_with(word.data + word.length - part.length, part))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* OR what the word s[0:length] says into *bits; -1 with an exception. */
 static int
 add_word(const char *s, Py_ssize_t length, int ascii, unsigned *bits)
@@ -95,18 +109,17 @@ add_word(const char *s, Py_ssize_t length, int ascii, unsigned *bits)
     }
     unsigned word_bits = known ? (unsigned)PyLong_AsUnsignedLong(known) : 0;
     Span lower = span_of(word);
-    for (int kind = 0; kind < N_PART_KINDS; kind++) { /* word.startswith(parts) or word.endswith(parts) */
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(RULES.parts[kind]); i++) {
-            Span part = span_of(PyTuple_GET_ITEM(RULES.parts[kind], i));
-            if (part.length <= lower.length
-                && (starts_with(lower.data, part) || starts_with(lower.data + lower.length - part.length, part))) {
-                word_bits |= PART_BITS[kind];
-                break;
-            }
-        }
+    for (int kind = 0; kind < N_PART_KINDS; kind++) {
+        word_bits |= has_part(lower, RULES.parts[kind]) ? PART_BITS[kind] : 0;
+    }
+    if (has_part(lower, RULES.header_parts)) {
+        word_bits |= HEADER_PART;
     }
     if ((word_bits & (CLASS_WORD | FRAME_PART)) && !(word_bits & LINK_BOX_WORD)) {
         word_bits |= OTHER_SIGNAL;
+    }
+    if ((word_bits & (CLASS_WORD | FRAME_PART)) && !(word_bits & HEADER_PART)) {
+        word_bits |= NOT_HEADER;
     }
     *bits |= word_bits;
     Py_DECREF(word);
@@ -247,9 +260,10 @@ python_verdict(const char *key, Py_ssize_t length)
     Py_XDECREF(tuple);
     long answered = answer ? PyLong_AsLong(answer) : -1;
     Py_XDECREF(answer);
-    if (answered < NOT_BOILERPLATE || answered > BY_LINK_NAME) {
+    long base = answered & ~(long)HEADER_ONLY;
+    if (answered < 0 || base > BY_LINK_NAME || (answered != base && base != BY_NAME && base != BY_COMPOUND)) {
         if (!PyErr_Occurred()) {
-            PyErr_Format(PyExc_ValueError, "a verdict is 0, 1, 2, 3, 4 or 5, not %ld", answered);
+            PyErr_Format(PyExc_ValueError, "a verdict is 0 to 5, 2 or 4 with the flag 8, not %ld", answered);
         }
         return -1;
     }
@@ -298,5 +312,6 @@ extract_attribute_verdict(const char *key, Py_ssize_t length)
     if (class_says && !id_says && !(class_bits & OTHER_SIGNAL)) {
         return BY_LINK_NAME; /* (each class word that says it is of the link box's) */
     }
-    return (class_bits & CLASS_WORD) || (id_bits & ID_WORD) ? BY_NAME : BY_COMPOUND;
+    int verdict = (class_bits & CLASS_WORD) || (id_bits & ID_WORD) ? BY_NAME : BY_COMPOUND;
+    return class_says && !id_says && !(class_bits & NOT_HEADER) ? verdict | HEADER_ONLY : verdict;
 }

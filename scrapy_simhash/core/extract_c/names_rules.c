@@ -92,17 +92,21 @@ add_vocabulary(PyObject *vocabulary, PyObject *words, unsigned bits)
 }
 
 /* configure_names(roles, hidden_styles, (class words, frame parts), (id words, id parts),
- * (content words, content parts), link box words): names.RULES. */
+ * (content words, content parts), link box words, header parts): names.RULES. */
 PyObject *
 extract_configure_names(PyObject *module, PyObject *args)
 {
-    PyObject *roles, *styles, *words[N_PART_KINDS], *parts[N_PART_KINDS], *link_box_words;
-    if (!PyArg_ParseTuple(args, "OO(OO)(OO)(OO)O:configure_names", &roles, &styles, &words[0], &parts[0], &words[1],
-                          &parts[1], &words[2], &parts[2], &link_box_words)) {
+    PyObject *roles, *styles, *words[N_PART_KINDS], *parts[N_PART_KINDS], *link_box_words, *header_parts;
+    if (!PyArg_ParseTuple(args, "OO(OO)(OO)(OO)OO:configure_names", &roles, &styles, &words[0], &parts[0], &words[1],
+                          &parts[1], &words[2], &parts[2], &link_box_words, &header_parts)) {
         return NULL;
     }
-    NameRules rules = {encoded(roles, 0), encoded_styles(styles), PyDict_New(), {NULL}};
-    int status = rules.roles && rules.styles && rules.words ? 0 : -1;
+    NameRules rules = {NULL};
+    rules.roles = encoded(roles, 0);
+    rules.styles = rules.roles ? encoded_styles(styles) : NULL;
+    rules.words = rules.styles ? PyDict_New() : NULL;
+    rules.header_parts = rules.words ? encoded(header_parts, 0) : NULL;
+    int status = rules.header_parts ? 0 : -1;
     for (int kind = 0; kind < N_PART_KINDS && status == 0; kind++) {
         rules.parts[kind] = encoded(parts[kind], 0);
         status = rules.parts[kind] ? add_vocabulary(rules.words, words[kind], WORD_BITS[kind]) : -1;
@@ -117,6 +121,7 @@ extract_configure_names(PyObject *module, PyObject *args)
     Py_XDECREF(rules.roles);
     Py_XDECREF(rules.styles);
     Py_XDECREF(rules.words);
+    Py_XDECREF(rules.header_parts);
     for (int kind = 0; kind < N_PART_KINDS; kind++) {
         Py_XDECREF(rules.parts[kind]);
     }

@@ -63,38 +63,6 @@ extract_forget_verdicts(void)
     n_verdicts = 0;
 }
 
-/* Whether the element holds an <a href> (below it). */
-static int
-holds_link(const Tree *tree, int index)
-{
-    for (int at = index + 1, last = extract_last_inside(tree, index); at <= last; at++) {
-        if (tree->elements[at].flags & LINK) {
-            const xmlAttr *attribute = tree->elements[at].node->properties;
-            for (; attribute != NULL; attribute = attribute->next) {
-                if (attribute->ns == NULL && strcmp((const char *)attribute->name, "href") == 0) {
-                    return 1;
-                }
-            }
-        }
-    }
-    return 0;
-}
-
-/* boilerplate.container_verdict: the attributes' verdict as it holds for this container,
- * BY_COMPOUND and BY_LINK_NAME made BY_NAME or NOT_BOILERPLATE; -1 with an exception. */
-int
-extract_container_verdict(const Tree *tree, int index, Buffer *key)
-{
-    int verdict = extract_named_boilerplate(tree->elements[index].node, key);
-    if (verdict == BY_COMPOUND) { /* (a frame's word in a compound: not a paragraph's) */
-        return (tree->elements[index].flags & PARAGRAPH) ? NOT_BOILERPLATE : BY_NAME;
-    }
-    if (verdict == BY_LINK_NAME) { /* (a box named for its links holds one) */
-        return holds_link(tree, index) ? BY_NAME : NOT_BOILERPLATE;
-    }
-    return verdict;
-}
-
 /* boilerplate.attribute_verdict: a verdict (extract.h), or -1 with an exception. `key`
  * gets the attributes as names.c reads them: "name\0value\0" each. */
 int
@@ -110,10 +78,7 @@ extract_named_boilerplate(const xmlNode *node, Buffer *key)
             return -1;
         }
     }
-    uint64_t hash = 0xcbf29ce484222325ULL; /* FNV-1a */
-    for (Py_ssize_t i = 0; i < key->length; i++) {
-        hash = (hash ^ (unsigned char)key->data[i]) * 0x100000001b3ULL;
-    }
+    uint64_t hash = extract_hash_bytes(EXTRACT_HASH_START, key->data, (size_t)key->length);
     size_t slot = (size_t)(hash % VERDICT_SLOTS);
     for (; verdicts[slot].key != NULL; slot = (slot + 1) % VERDICT_SLOTS) {
         const Verdict *known = &verdicts[slot];
@@ -224,6 +189,7 @@ extract_prune(Tree *tree)
     char *is_doomed = PyMem_Calloc((size_t)tree->n_elements + 1, 1);
     char *reply = PyMem_Calloc((size_t)tree->n_elements + 1, 1);
     Buffer key = {0};
+    ClassIndex classes = {0};
     int n_tagged = 0, n_named = 0, status = -1;
     if (doomed == NULL || is_doomed == NULL || reply == NULL) {
         PyErr_NoMemory();
@@ -239,7 +205,7 @@ extract_prune(Tree *tree)
             continue;
         }
         if (flags & CONTAINER) {
-            verdict = extract_container_verdict(tree, index, &key);
+            verdict = extract_container_verdict(tree, index, &key, &classes);
             if (verdict < 0) {
                 goto done;
             }
@@ -301,6 +267,7 @@ done:
     PyMem_Free(is_doomed);
     PyMem_Free(reply);
     PyMem_Free(key.data);
+    extract_free_class_index(&classes);
     return status;
 }
 

@@ -46,18 +46,11 @@ post_key(const xmlNode *node, Buffer *key)
     }
     for (end = start; end < key->length && !is_html_space(key->data[end]); end++) {
     }
-    memmove(key->data, key->data + start, (size_t)(end - start));
+    if (start > 0 && end > start) {
+        memmove(key->data, key->data + start, (size_t)(end - start));
+    }
     key->length = end - start;
     return key->length > 0;
-}
-
-static int
-same_tag(const xmlNode *a, const xmlNode *b)
-{
-    if (strcmp((const char *)a->name, (const char *)b->name) != 0 || (a->ns == NULL) != (b->ns == NULL)) {
-        return 0;
-    }
-    return a->ns == NULL || strcmp((const char *)a->ns->href, (const char *)b->ns->href) == 0;
 }
 
 /* Whether element `index` has the post key (`tag`, `key`); -1 with an exception. */
@@ -65,7 +58,7 @@ static int
 has_key(const Tree *tree, int index, const xmlNode *tag, const Buffer *key, Buffer *other)
 {
     const xmlNode *node = tree->elements[index].node;
-    if (!same_tag(node, tag)) {
+    if (!extract_same_tag(node, tag)) {
         return 0;
     }
     int has = post_key(node, other);
@@ -94,47 +87,97 @@ stamped(const Tree *tree, int index, Buffer *text)
     return result;
 }
 
-/* The replies after `first` (which holds a heading) marked in `reply`, if it opens a
- * thread, and the posts after it in `follower` (threads._replies_after); -1 with an
- * exception. */
+/* A child with a post key, by the key's hash: a parent's posts sorted into their shapes. */
+typedef struct {
+    uint64_t hash;
+    int index;
+} Post;
+
 static int
-mark_replies_after(const Tree *tree, int first, const char *holds_heading, char *reply, char *follower,
+by_shape_then_place(const void *a, const void *b)
+{
+    const Post *x = a, *y = b;
+    if (x->hash != y->hash) {
+        return x->hash < y->hash ? -1 : 1;
+    }
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* The posts of one shape, group[0] the first (group[1..n): its siblings of that shape, in
+ * order): its replies marked in `reply` if they are a thread's (threads._replies_among);
+ * -1 with an exception. */
+static int
+mark_group(const Tree *tree, const int *group, int n, const char *holds_heading, char *reply, Buffer *text)
+{
+    if (n < 2 || !holds_heading[group[0]]) {
+        return 0;
+    }
+    for (int i = 1; i < n; i++) {
+        if (holds_heading[group[i]]) {
+            return 0; /* (a list of articles, not a thread) */
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        int has = stamped(tree, group[i], text);
+        if (has <= 0) {
+            return has;
+        }
+    }
+    for (int i = 1; i < n; i++) {
+        reply[group[i]] = 1;
+    }
+    return 0;
+}
+
+/* The replies among the children of `parent`, each child looked at once (sorted by the
+ * hash of its shape; a run of one hash split by the shapes themselves); -1 with an
+ * exception. `posts` and `group` have room for every element. */
+static int
+mark_replies_among(const Tree *tree, int parent, const char *holds_heading, char *reply, Post *posts, int *group,
                    Buffer *scratch)
 {
-    const Element *element = &tree->elements[first];
     Buffer *key = &scratch[0], *other = &scratch[1];
-    int has = post_key(element->node, key);
-    if (has <= 0) {
-        return has;
-    }
-    int n_later = 0, later_heading = 0;
-    for (int at = element->next_sibling; at >= 0; at = tree->elements[at].next_sibling) {
-        int same = has_key(tree, at, element->node, key, other);
-        if (same < 0) {
+    int n = 0;
+    for (int at = tree->elements[parent].first_child; at >= 0; at = tree->elements[at].next_sibling) {
+        const xmlNode *node = tree->elements[at].node;
+        int has = post_key(node, key);
+        if (has < 0) {
             return -1;
         }
-        follower[at] = follower[at] || same;
-        n_later += same;
-        later_heading = later_heading || (same && holds_heading[at]);
-    }
-    for (int at = tree->elements[element->parent].first_child; at != first; at = tree->elements[at].next_sibling) {
-        int same = has_key(tree, at, element->node, key, other);
-        if (same != 0) {
-            return same < 0 ? -1 : 0; /* (not the first post) */
+        if (has) {
+            posts[n++] = (Post){extract_hash_tagged(node, key->data, (size_t)key->length), at};
         }
     }
-    if (n_later == 0 || later_heading) {
-        return 0; /* (a list of articles, not a thread) */
+    qsort(posts, (size_t)n, sizeof(Post), by_shape_then_place);
+    for (int run = 0, end; run < n; run = end) {
+        for (end = run + 1; end < n && posts[end].hash == posts[run].hash; end++) {
+        }
+        for (int i = run; i < end; i++) { /* (the first of each shape in the run, in order) */
+            if (posts[i].index < 0) {
+                continue;
+            }
+            const xmlNode *node = tree->elements[posts[i].index].node;
+            if (post_key(node, key) < 0) {
+                return -1;
+            }
+            int n_group = 0;
+            group[n_group++] = posts[i].index;
+            for (int j = i + 1; j < end; j++) {
+                int same = posts[j].index >= 0 ? has_key(tree, posts[j].index, node, key, other) : 0;
+                if (same < 0) {
+                    return -1;
+                }
+                if (same) {
+                    group[n_group++] = posts[j].index;
+                    posts[j].index = -1; /* (grouped) */
+                }
+            }
+            if (mark_group(tree, group, n_group, holds_heading, reply, other) < 0) {
+                return -1;
+            }
+        }
     }
-    int status = stamped(tree, first, other);
-    for (int at = element->next_sibling; status > 0 && at >= 0; at = tree->elements[at].next_sibling) {
-        int same = has_key(tree, at, element->node, key, other);
-        status = same > 0 ? stamped(tree, at, other) : same < 0 ? -1 : status;
-    }
-    for (int at = element->next_sibling; status > 0 && at >= 0; at = tree->elements[at].next_sibling) {
-        reply[at] = reply[at] || has_key(tree, at, element->node, key, other) > 0;
-    }
-    return status < 0 ? -1 : 0;
+    return 0;
 }
 
 /* threads.thread_replies: the replies of the page's threads marked in `reply` (one byte
@@ -146,28 +189,31 @@ extract_mark_thread_replies(const Tree *tree, char *reply)
         PyErr_SetString(PyExc_RuntimeError, "configure_threads() was not called");
         return -1;
     }
-    char *holds_heading = PyMem_Calloc((size_t)tree->n_elements + 1, 2); /* and then `follower` */
-    if (holds_heading == NULL) {
+    size_t n = (size_t)tree->n_elements + 1;
+    char *holds_heading = PyMem_Calloc(n, 1);
+    Post *posts = PyMem_Malloc(n * sizeof(Post));
+    int *group = PyMem_Malloc(n * sizeof(int));
+    Buffer scratch[2] = {{0}, {0}};
+    int status = holds_heading && posts && group ? 0 : -1;
+    if (status < 0) {
         PyErr_NoMemory();
-        return -1;
     }
-    char *follower = holds_heading + tree->n_elements + 1; /* never a first post: once per group */
-    for (int index = tree->n_elements - 1; index >= 0; index--) { /* (children come after their parent) */
+    for (int index = tree->n_elements - 1; status == 0 && index >= 0; index--) { /* (children after parents) */
         const Element *element = &tree->elements[index];
         holds_heading[index] = holds_heading[index] || (element->flags & SECTION_HEADING) != 0;
         if (holds_heading[index] && element->parent >= 0) {
             holds_heading[element->parent] = 1;
         }
     }
-    Buffer scratch[2] = {{0}, {0}};
-    int status = 0;
-    for (int index = 1; status == 0 && index < tree->n_elements; index++) { /* (not the body) */
-        if (holds_heading[index] && !follower[index]) {
-            status = mark_replies_after(tree, index, holds_heading, reply, follower, scratch);
+    for (int index = 0; status == 0 && index < tree->n_elements; index++) { /* (the body's children too) */
+        if (holds_heading[index]) {
+            status = mark_replies_among(tree, index, holds_heading, reply, posts, group, scratch);
         }
     }
     PyMem_Free(scratch[0].data);
     PyMem_Free(scratch[1].data);
     PyMem_Free(holds_heading);
+    PyMem_Free(posts);
+    PyMem_Free(group);
     return status;
 }
