@@ -49,6 +49,12 @@ _NESTED = _thread(article=ARTICLE + _thread().split("<body>")[1].split("</body>"
 _NAMED = _thread().replace("class='post reply'", "class='post reply comment'", 1)  # a reply named a comment too
 _UNSTAMPED = _thread().replace("2021-01-22 12:20", "yesterday", 2)  # the first reply has no stamp
 _EARLIER = _post(False, "Earlier", "2021-01-22 12:20")
+# Posts of many shapes under one parent (each its own first class name, as WordPress's
+# "post-123 post"), and one thread among them; a heading inside a heading.
+_SHAPES = "<html><body>" + "".join(
+    f"<div class='post-{n} post'><h2>Post {n}</h2><p>On 2021-01-22 12:{n:02d}, post {n}.</p></div>" for n in range(40)
+) + _thread().split("<body>")[1]
+_NESTED_HEADINGS = _thread(article="<h2>Partitioning <h3 class='x'>a</h3><h3 class='x'>b 2021-01-22 12:20</h3></h2>")
 _NOT_FIRST = _thread().replace("<div id='postlist'>", f"<div id='postlist'>{_EARLIER}")
 
 
@@ -73,7 +79,7 @@ def test_a_stamp_is_a_date_then_a_time_of_day() -> None:
 
 @needs_c
 @pytest.mark.parametrize("page", [_thread(), _NESTED, _NAMED, _UNSTAMPED, _NOT_FIRST,
-                                  _thread(stamp="Jul 16, 2025 00:35")])
+                                  _thread(stamp="Jul 16, 2025 00:35"), _SHAPES, _NESTED_HEADINGS])
 def test_the_c_extraction_finds_the_same_replies(page: str) -> None:
     c_blocks, python_blocks = both_ways(page)
     assert c_blocks == python_blocks
