@@ -150,9 +150,21 @@ is_link_list(const char *s, Py_ssize_t length)
     return (double)tally.committed > extract_rules.link_density * (double)tally.total;
 }
 
+/* Whether s[at:n] holds a ':' then a digit (\d), as a time of day does ("12:20"). */
+static int
+may_hold_time(int kind, const void *data, Py_ssize_t at, Py_ssize_t n)
+{
+    for (Py_ssize_t i = at; i + 1 < n; i++) {
+        if (PyUnicode_READ(kind, data, i) == ':' && Py_UNICODE_ISDECIMAL(PyUnicode_READ(kind, data, i + 1))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* boilerplate.is_credit_line, asked only of blocks that may start like one (as it
  * checks first itself): after spaces, an opening bracket and spaces, one of its letters;
- * or of short blocks that may say when they were posted (a ':' in a time of day). */
+ * or of short blocks that may say when they were posted (a time of day, "12:20"). */
 static int
 is_credit_line(PyObject *block)
 {
@@ -162,7 +174,7 @@ is_credit_line(PyObject *block)
     while (at < n && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, at))) {
         at++;
     }
-    int may_be_stamp = n - at <= extract_rules.max_stamp_line && PyUnicode_FindChar(block, ':', at, n, 1) >= 0;
+    int may_be_stamp = n - at <= extract_rules.max_stamp_line && may_hold_time(kind, data, at, n);
     if (!may_be_stamp && at < n
         && PyUnicode_FindChar(extract_rules.credit_brackets, PyUnicode_READ(kind, data, at), 0, PY_SSIZE_T_MAX, 1)
                >= 0) {
