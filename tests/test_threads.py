@@ -5,6 +5,9 @@ from __future__ import annotations
 from contextlib import nullcontext
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from c_modules import python_instead_of
 from test_extract_c import both_ways, needs_c
 
@@ -82,4 +85,34 @@ def test_a_stamp_is_a_date_then_a_time_of_day() -> None:
                                   _thread(stamp="Jul 16, 2025 00:35"), _SHAPES, _NESTED_HEADINGS])
 def test_the_c_extraction_finds_the_same_replies(page: str) -> None:
     c_blocks, python_blocks = both_ways(page)
+    assert c_blocks == python_blocks
+
+
+# Generated lists of posts: shapes that are threads and shapes that are not.
+_POSTS = st.tuples(
+    st.sampled_from(["div", "table", "li"]),
+    st.sampled_from(["post", "post first", "post reply", "reply x", "post\tz"]),
+    st.booleans(),  # under a heading
+    st.sampled_from(["2021-01-22 12:20", "Jul 16, 2025 00:35", "2021-01-22", ""]),
+    st.sampled_from(["Some words of the post, long enough to be a sentence of text.", "<b>bold</b> words",
+                     "<div class='post'>a post inside, 2021-01-22 12:20</div>"]),
+)
+
+
+def _render(post: tuple[str, str, bool, str, str]) -> str:
+    tag, names, headed, stamp, body = post
+    inner = f"{'<h2>Heading of it</h2>' if headed else ''}<span>{stamp}</span> {body}"
+    return f"<table class='{names}'><tr><td>{inner}</td></tr></table>" if tag == "table" else (
+        f"<{tag} class='{names}'>{inner}</{tag}>")
+
+
+_LISTS = st.lists(st.lists(_POSTS, min_size=1, max_size=6).map(lambda posts: "".join(map(_render, posts))),
+                  min_size=1, max_size=3).map(lambda lists: "".join(f"<div>{posts}</div>" for posts in lists))
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(_LISTS)
+def test_generated_lists_of_posts_give_the_python_blocks(posts: str) -> None:
+    c_blocks, python_blocks = both_ways(f"<html><head><title>Heading of it</title></head><body>{posts}</body></html>")
     assert c_blocks == python_blocks
