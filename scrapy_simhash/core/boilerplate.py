@@ -129,8 +129,11 @@ def boilerplate_elements(body: etree._Element) -> list[etree._Element]:
         frame = {ancestor for landmark in landmarks for ancestor in landmark.iterancestors()}
         named = [element for element in named if element not in frame or attribute_verdict(element) == BY_ROLE]
     # ...and a thread's replies, its comments by their place (once: some are named so too).
-    doomed = set(tagged).union(named)
-    return tagged + named + [reply for reply in thread_replies(body) if reply not in doomed]
+    replies = thread_replies(body)
+    if replies:
+        doomed = set(tagged).union(named)
+        replies = [reply for reply in replies if reply not in doomed]
+    return tagged + named + replies
 
 
 def _in_listing(element: etree._Element) -> bool:

@@ -128,11 +128,11 @@ def attributes_say_boilerplate(pairs: tuple[tuple[str, str], ...]) -> int:
     class_signals = [word for word in class_words if _says([word], _CLASS_WORDS, _FRAME_PARTS)]
     if not (class_signals or id_says) or _says(class_words + id_words, _CONTENT_WORDS, _CONTENT_PARTS):
         return NOT_BOILERPLATE
-    if class_signals and not id_says and all(word in _LINK_BOX_WORDS for word in class_signals):
+    by_class_alone = bool(class_signals) and not id_says
+    if by_class_alone and all(word in _LINK_BOX_WORDS for word in class_signals):
         return BY_LINK_NAME
     verdict = BY_NAME if _says(class_words, _CLASS_WORDS) or _says(id_words, _ID_WORDS) else BY_COMPOUND
-    if class_signals and not id_says and all(word.startswith(_HEADER_PARTS) or word.endswith(_HEADER_PARTS)
-                                             for word in class_signals):
+    if by_class_alone and all(word.startswith(_HEADER_PARTS) or word.endswith(_HEADER_PARTS) for word in class_signals):
         verdict |= HEADER_ONLY
     return verdict
 

@@ -8,29 +8,24 @@ static int
 holds_link(const Tree *tree, int index)
 {
     for (int at = index + 1, last = extract_last_inside(tree, index); at <= last; at++) {
-        if (tree->elements[at].flags & LINK) {
-            const xmlAttr *attribute = tree->elements[at].node->properties;
-            for (; attribute != NULL; attribute = attribute->next) {
-                if (attribute->ns == NULL && strcmp((const char *)attribute->name, "href") == 0) {
-                    return 1;
-                }
-            }
+        if ((tree->elements[at].flags & LINK) && extract_attribute(tree->elements[at].node, "href") != NULL) {
+            return 1;
         }
     }
     return 0;
 }
 
-/* The element's class into `value` (lxml's get("class")): 1, 0 without one, -1 with an exception. */
-static int
-class_value(const xmlNode *node, Buffer *value)
+/* The element's class into `value` (lxml's get("class")): 1, 0 without one (`value`
+ * empty), -1 with an exception. */
+int
+extract_class_value(const xmlNode *node, Buffer *value)
 {
     value->length = 0;
-    for (const xmlAttr *attribute = node->properties; attribute != NULL; attribute = attribute->next) {
-        if (attribute->ns == NULL && strcmp((const char *)attribute->name, "class") == 0) {
-            return extract_append_value(value, attribute) < 0 ? -1 : 1;
-        }
+    const xmlAttr *attribute = extract_attribute(node, "class");
+    if (attribute == NULL) {
+        return 0;
     }
-    return 0;
+    return extract_append_value(value, attribute) < 0 ? -1 : 1;
 }
 
 uint64_t
@@ -46,7 +41,7 @@ extract_hash_bytes(uint64_t hash, const char *data, size_t length)
 static int
 tag_and_class(const xmlNode *node, Buffer *value, uint64_t *hash)
 {
-    int has = class_value(node, value);
+    int has = extract_class_value(node, value);
     if (has > 0) {
         *hash = extract_hash_tagged(node, value->data, (size_t)value->length);
     }
@@ -125,7 +120,7 @@ is_repeated(const Tree *tree, int index, ClassIndex *classes)
     for (int at = low; status > 0 && !found && at < classes->n && classes->entries[at].hash == hash; at++) {
         int candidate = classes->entries[at].index;
         if (candidate != index && extract_same_tag(tree->elements[candidate].node, node)) {
-            status = class_value(tree->elements[candidate].node, &other) < 0 ? -1 : 1;
+            status = extract_class_value(tree->elements[candidate].node, &other) < 0 ? -1 : 1;
             found = other.length == own.length && memcmp(other.data, own.data, (size_t)own.length) == 0;
         }
     }

@@ -167,6 +167,7 @@ INTERNAL int extract_is_blank(const char *s, Py_ssize_t length);
 INTERNAL int extract_decode_utf8(const unsigned char *u, Py_ssize_t at, Py_ssize_t length, Py_UCS4 *code);
 INTERNAL int extract_grow(void **array, int *capacity, int needed, size_t item);
 INTERNAL int extract_last_inside(const Tree *tree, int index);
+INTERNAL const xmlAttr *extract_attribute(const xmlNode *node, const char *name);
 
 /* ---- Measuring (measure.c) ---- */
 
@@ -203,6 +204,7 @@ typedef struct {
 INTERNAL int extract_container_verdict(const Tree *tree, int index, Buffer *key, ClassIndex *classes);
 INTERNAL void extract_free_class_index(ClassIndex *classes);
 INTERNAL int extract_same_tag(const xmlNode *a, const xmlNode *b);
+INTERNAL int extract_class_value(const xmlNode *node, Buffer *value);
 #define EXTRACT_HASH_START 0xcbf29ce484222325ULL /* FNV-1a's offset basis */
 INTERNAL uint64_t extract_hash_bytes(uint64_t hash, const char *data, size_t length);
 INTERNAL uint64_t extract_hash_tagged(const xmlNode *node, const char *data, size_t length);

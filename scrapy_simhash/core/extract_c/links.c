@@ -34,20 +34,19 @@ extract_next_in(const xmlNode *node, const xmlNode *top)
 const char *
 extract_href_of(const xmlNode *link, int *unsupported)
 {
-    for (const xmlAttr *attribute = link->properties; attribute != NULL; attribute = attribute->next) {
-        if (attribute->ns == NULL && strcmp((const char *)attribute->name, "href") == 0) {
-            const xmlNode *value = attribute->children;
-            if (value == NULL) {
-                return "";
-            }
-            if (value->type != XML_TEXT_NODE || value->next != NULL) {
-                *unsupported = 1;
-                return NULL;
-            }
-            return (const char *)value->content;
-        }
+    const xmlAttr *attribute = extract_attribute(link, "href");
+    if (attribute == NULL) {
+        return NULL;
     }
-    return NULL;
+    const xmlNode *value = attribute->children;
+    if (value == NULL) {
+        return "";
+    }
+    if (value->type != XML_TEXT_NODE || value->next != NULL) {
+        *unsupported = 1;
+        return NULL;
+    }
+    return (const char *)value->content;
 }
 
 static int

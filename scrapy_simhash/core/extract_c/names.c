@@ -309,9 +309,10 @@ extract_attribute_verdict(const char *key, Py_ssize_t length)
     if (!(class_says || id_says) || ((class_bits | id_bits) & (CONTENT_WORD | CONTENT_PART))) {
         return NOT_BOILERPLATE;
     }
-    if (class_says && !id_says && !(class_bits & OTHER_SIGNAL)) {
+    int by_class_alone = class_says && !id_says;
+    if (by_class_alone && !(class_bits & OTHER_SIGNAL)) {
         return BY_LINK_NAME; /* (each class word that says it is of the link box's) */
     }
     int verdict = (class_bits & CLASS_WORD) || (id_bits & ID_WORD) ? BY_NAME : BY_COMPOUND;
-    return class_says && !id_says && !(class_bits & NOT_HEADER) ? verdict | HEADER_ONLY : verdict;
+    return by_class_alone && !(class_bits & NOT_HEADER) ? verdict | HEADER_ONLY : verdict;
 }

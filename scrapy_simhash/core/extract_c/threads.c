@@ -31,14 +31,8 @@ is_html_space(char c)
 static int
 post_key(const xmlNode *node, Buffer *key)
 {
-    key->length = 0;
-    for (const xmlAttr *attribute = node->properties; attribute != NULL; attribute = attribute->next) {
-        if (attribute->ns == NULL && strcmp((const char *)attribute->name, "class") == 0) {
-            if (extract_append_value(key, attribute) < 0) {
-                return -1;
-            }
-            break; /* (the first, as lxml's get() reads it) */
-        }
+    if (extract_class_value(node, key) < 0) {
+        return -1;
     }
     Py_ssize_t start = 0, end;
     while (start < key->length && is_html_space(key->data[start])) {

@@ -17,6 +17,19 @@ extract_last_inside(const Tree *tree, int index)
     return index;
 }
 
+/* The element's attribute `name` without a namespace, the first (as lxml's get() reads
+ * it); NULL for none. */
+const xmlAttr *
+extract_attribute(const xmlNode *node, const char *name)
+{
+    for (const xmlAttr *attribute = node->properties; attribute != NULL; attribute = attribute->next) {
+        if (attribute->ns == NULL && strcmp((const char *)attribute->name, name) == 0) {
+            return attribute;
+        }
+    }
+    return NULL;
+}
+
 /* Make room for `needed` items of `item` bytes in *array (doubling); -1 with an exception. */
 int
 extract_grow(void **array, int *capacity, int needed, size_t item)
