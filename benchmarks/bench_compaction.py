@@ -2,6 +2,7 @@
 
     python benchmarks/bench_compaction.py                    # 10M fingerprints (~6 GiB, ~3 minutes)
     python benchmarks/bench_compaction.py --size 1000000
+    python benchmarks/bench_compaction.py --pause-us 1000 --calls 20000   # a crawl's pace
 
 A crawl that re-fetches a changed page calls ``replace_if_new``, which removes the page's
 older record: removed rows wait as tombstones until they pass a quarter of the index, then
@@ -41,6 +42,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--calls", type=int, default=40_000, help="replace_if_new calls timed")
     parser.add_argument("--margin", type=int, default=2_000, help="timed calls before the compaction is due")
     parser.add_argument("--wildcard-bits", type=int, default=FingerprintOptions().wildcard_bits)
+    parser.add_argument("--pause-us", type=float, default=0.0,
+                        help="sleep this long between calls (a crawl's other work between its checks)")
     parser.add_argument("--seed", type=int, default=2007)
     return parser.parse_args()
 
@@ -93,6 +96,8 @@ def timed_calls(
         compacting += getattr(index, "_compaction", None) is not None
         if at % _SAMPLE_EVERY == 0:
             memory.append(index_bytes(index))
+        if args.pause_us:
+            time.sleep(args.pause_us / 1e6)
     gc.unfreeze()
     return {"cpu_us": np.array(cpu) / 1000, "wall_us": np.array(wall) / 1000, "compacting": compacting,
             "memory": memory}
@@ -121,7 +126,8 @@ def main() -> None:
     calls = timed_calls(index, args, order[removed : removed + args.calls].tolist(), rng)
     peak = peak_rss_bytes()
     after, rss_after = index_bytes(index), rss_bytes()
-    print(f"replace_if_new x {args.calls:,} (changed pages, {args.wildcard_bits} wildcard bits, a sketch);"
+    print(f"replace_if_new x {args.calls:,} (changed pages, {args.wildcard_bits} wildcard bits, a sketch,"
+          f" {args.pause_us:g} us apart);"
           f" a compaction under way for {calls['compacting']:,} of them")
     print("  " + report("CPU time", calls["cpu_us"]))
     print("  " + report("wall time", calls["wall_us"]))

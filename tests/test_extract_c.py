@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
+import sys
 from contextlib import AbstractContextManager
 
 import pytest
@@ -13,7 +15,7 @@ from lxml import etree
 
 from c_modules import python_instead_of
 from conftest import CORPUS, needs_corpus
-from scrapy_simhash.core import content, templates, text
+from scrapy_simhash.core import boilerplate, content, templates, text
 
 BUILT = content._extract
 needs_c = pytest.mark.skipif(
@@ -165,6 +167,45 @@ _HEADED_PAGES = st.tuples(
     f"<div class='contents'>{page[5]}<p>{'A paragraph of prose, long enough to count as one. ' * 3}</p></div>"
     f"</body></html>"
 ))
+
+
+#: A line of each way a credit line starts (boilerplate.CREDIT_STARTS), some in letters that
+#: re's IGNORECASE folds to ASCII ones ('ı', 'İ', 'ſ', the Kelvin sign)...
+_CREDIT_LINES = [
+    "（责任编辑：王伟）", "免责声明：仅供参考", "版权声明：本文为原创", "版权所有 © 2024", "来源：新华社", "本文来源: 人民网",
+    "文章来源：网络", "原标题：某某", "原文链接：http://x", "出处：某书", "转载：某站", "Copyright © 2024 Example",
+    "© Example", "All Rights Reserved.", "Disclaimer: none", "This article was originally published at x.",
+    "Originally published on x.", "Reposted from x.", "Republished with permission.", "Reprinted from x.",
+    "[ 编辑: 王伟 ]", "作者: 李", "记者：张", "Posted by Ann", "Written by Ann", "2023-06-28 21:04 来源：新华社",
+    "Thıs article was first published here.", "COPYRİGHT 2024 Example", "ALL RIGHTſ RESERVED", "(Posted by Ann)",
+    "  \u3000 来源：新华社", "2023 年 6 月 28 日 作者：王伟", "202３-06-28 来源：新华社",
+]  # fmt: skip
+#: ...and lines that start alike but are not: the C code asks Python of the first ones only.
+_NOT_CREDIT_LINES = [
+    "This is not a credit line.", "Copyrighted works", "Posted byline", "2023 was a year.", "The end.", "reprinted",
+    "Ｃopyright 2024", "来源不明的软件包", "12:30 fixed", "Ｋelvin", "\u212aelvin", "1.2.3 Notes", "Copyright law.",
+]  # fmt: skip
+
+
+def test_the_letters_past_ascii_that_re_folds_to_ascii_ones_are_all_known() -> None:
+    """The C code takes only these for ASCII letters (boilerplate.CASE_FOLDS_TO_ASCII)."""
+    folds = boilerplate.CASE_FOLDS_TO_ASCII
+    known = dict(zip(folds[::2], folds[1::2]))
+    letter = re.compile("[a-z]", re.IGNORECASE)
+    assert {chr(code) for code in range(128, sys.maxunicode + 1) if letter.fullmatch(chr(code))} == set(known)
+    assert all(re.fullmatch(ascii_letter, char, re.IGNORECASE) for char, ascii_letter in known.items())
+
+
+@needs_c
+@pytest.mark.parametrize(("line", "credit"), [(line, True) for line in _CREDIT_LINES]
+                         + [(line, False) for line in _NOT_CREDIT_LINES])
+def test_credit_lines_give_the_python_blocks(line: str, credit: bool) -> None:
+    prose = "A paragraph of prose. " * 8
+    html = f"<html><body><article><h1>Title</h1><p>{prose}</p><p>{line}</p></article></body></html>"
+    c_blocks, python_blocks = both_ways(html)
+    assert c_blocks == python_blocks
+    assert content.is_credit_line(line) == credit
+    assert any(line.strip() in block for block in c_blocks) != credit
 
 
 @needs_c

@@ -232,7 +232,8 @@ def _configure_c_code() -> None:
         descent.WINNER_LEAD, entries.MIN_TEXT_SHARE, descent.HEADING_ALONE, entries.MIN_NUMBERED_SHARE,
     )  # fmt: skip
     counts = (descent.MAX_CONTESTANTS, textsize.MAX_SIZED_AT_ONCE, boilerplate.MIN_SECTION_PROSE, entries.MIN_ENTRIES)
-    credit = (is_credit_line, boilerplate.CREDIT_BRACKETS, boilerplate.CREDIT_FIRST_LETTERS, boilerplate.MAX_STAMP_LINE)
+    credit = (is_credit_line, boilerplate.CREDIT_BRACKETS, boilerplate.CREDIT_STARTS, boilerplate.CASE_FOLDS_TO_ASCII,
+              boilerplate.MAX_STAMP_LINE, boilerplate.MAX_CREDIT_LINE)
     # (the C verdict asks names.attributes_say_boilerplate only about a few rare styles)
     _extract.configure(tags, names.attributes_say_boilerplate, credit, shares, counts)
     _extract.configure_names(*names.RULES)

@@ -162,9 +162,53 @@ may_hold_time(int kind, const void *data, Py_ssize_t at, Py_ssize_t n)
     return 0;
 }
 
+/* Whether `got` matches the ASCII letter `want` as re's IGNORECASE does: either case, or
+ * one of the letters past ASCII it folds (boilerplate.CASE_FOLDS_TO_ASCII: 'ı' for 'i'). */
+static int
+matches_letter(Py_UCS4 got, Py_UCS4 want)
+{
+    if (got < 128) {
+        return Py_TOLOWER(got) == want;
+    }
+    PyObject *folds = extract_rules.case_folds;
+    for (Py_ssize_t i = 0; i + 1 < PyUnicode_GET_LENGTH(folds); i += 2) {
+        if (PyUnicode_READ_CHAR(folds, i) == got && PyUnicode_READ_CHAR(folds, i + 1) == want) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether the text at `at` starts as one of boilerplate.CREDIT_STARTS (lower case; '#' a
+ * digit, as the patterns' \d). */
+static int
+may_start_credit_line(int kind, const void *data, Py_ssize_t at, Py_ssize_t n)
+{
+    PyObject *starts = extract_rules.credit_starts;
+    for (Py_ssize_t s = 0; s < PyTuple_GET_SIZE(starts); s++) {
+        PyObject *start = PyTuple_GET_ITEM(starts, s);
+        Py_ssize_t length = PyUnicode_GET_LENGTH(start), i = 0;
+        int start_kind = PyUnicode_KIND(start);
+        const void *start_data = PyUnicode_DATA(start);
+        for (; i < length && at + i < n; i++) {
+            Py_UCS4 want = PyUnicode_READ(start_kind, start_data, i), got = PyUnicode_READ(kind, data, at + i);
+            int matched = got == want || (want == '#' ? Py_UNICODE_ISDECIMAL(got)
+                                                      : want < 128 && Py_ISALPHA(want) && matches_letter(got, want));
+            if (!matched) {
+                break;
+            }
+        }
+        if (i == length) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* boilerplate.is_credit_line, asked only of blocks that may start like one (as it
- * checks first itself): after spaces, an opening bracket and spaces, one of its letters;
- * or of short blocks that may say when they were posted (a time of day, "12:20"). */
+ * checks first itself): no longer than its longest credit line and, after spaces, an
+ * opening bracket and spaces, one of its starts; or of short blocks that may say when
+ * they were posted (a time of day, "12:20"). */
 static int
 is_credit_line(PyObject *block)
 {
@@ -175,19 +219,21 @@ is_credit_line(PyObject *block)
         at++;
     }
     int may_be_stamp = n - at <= extract_rules.max_stamp_line && may_hold_time(kind, data, at, n);
-    if (!may_be_stamp && at < n
-        && PyUnicode_FindChar(extract_rules.credit_brackets, PyUnicode_READ(kind, data, at), 0, PY_SSIZE_T_MAX, 1)
-               >= 0) {
-        at++;
-        while (at < n && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, at))) {
-            at++;
+    if (!may_be_stamp) {
+        if (n - at > extract_rules.max_credit_line) {
+            return 0; /* (most paragraphs: a call into Python each, ~24 a page, saved) */
         }
-    }
-    if (!may_be_stamp
-        && (at == n
-            || PyUnicode_FindChar(extract_rules.credit_letters, PyUnicode_READ(kind, data, at), 0, PY_SSIZE_T_MAX, 1)
-                   < 0)) {
-        return 0;
+        if (at < n
+            && PyUnicode_FindChar(extract_rules.credit_brackets, PyUnicode_READ(kind, data, at), 0, PY_SSIZE_T_MAX, 1)
+                   >= 0) {
+            at++;
+            while (at < n && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, at))) {
+                at++;
+            }
+        }
+        if (!may_start_credit_line(kind, data, at, n)) {
+            return 0;
+        }
     }
     PyObject *answer = PyObject_CallOneArg(extract_rules.credit, block);
     int credit = answer ? PyObject_IsTrue(answer) : -1;

@@ -64,8 +64,10 @@ typedef struct {
     PyObject *tags;                             /* dict: tag name (bytes) -> class bits */
     PyObject *verdict;                          /* names.attributes_say_boilerplate, where names.c asks it */
     PyObject *credit;                           /* str -> bool: a credit or legal line */
-    PyObject *credit_brackets, *credit_letters; /* str: how one may start */
+    PyObject *credit_brackets, *credit_starts;  /* str, tuple of str (lower case): how one may start */
+    PyObject *case_folds;                       /* str: a letter past ASCII, the ASCII one it matches, ... */
     Py_ssize_t max_stamp_line;                  /* ...or a line this short with a ':' (a time of day) */
+    Py_ssize_t max_credit_line;                 /* longer (and no stamp line): not a credit line */
     double descend_share, fair_share, winner_share, winner_margin, link_density, prose_share, pruned_share, link_share;
     double winner_lead;    /* descent.WINNER_LEAD */
     double min_text_share; /* entries.MIN_TEXT_SHARE */

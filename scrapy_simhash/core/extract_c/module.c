@@ -147,27 +147,36 @@ main_blocks(PyObject *module, PyObject *args)
 static PyObject *
 configure(PyObject *module, PyObject *args)
 {
-    PyObject *tags, *verdict, *credit, *brackets, *letters;
+    PyObject *tags, *verdict, *credit, *brackets, *starts, *folds;
     double shares[12];
     Py_ssize_t counts[4];
-    Py_ssize_t max_stamp_line;
-    if (!PyArg_ParseTuple(args, "O!O(OUUn)(dddddddddddd)(nnnn):configure", &PyDict_Type, &tags, &verdict, &credit,
-                          &brackets, &letters, &max_stamp_line, &shares[0], &shares[1], &shares[2], &shares[3],
-                          &shares[4], &shares[5], &shares[6], &shares[7], &shares[8], &shares[9], &shares[10],
-                          &shares[11], &counts[0], &counts[1], &counts[2], &counts[3])) {
+    Py_ssize_t max_stamp_line, max_credit_line;
+    if (!PyArg_ParseTuple(args, "O!O(OUO!Unn)(dddddddddddd)(nnnn):configure", &PyDict_Type, &tags, &verdict,
+                          &credit, &brackets, &PyTuple_Type, &starts, &folds, &max_stamp_line, &max_credit_line,
+                          &shares[0], &shares[1], &shares[2], &shares[3], &shares[4], &shares[5], &shares[6],
+                          &shares[7], &shares[8], &shares[9], &shares[10], &shares[11], &counts[0], &counts[1],
+                          &counts[2], &counts[3])) {
         return NULL;
     }
     if (!PyCallable_Check(verdict) || !PyCallable_Check(credit)) {
         PyErr_SetString(PyExc_TypeError, "verdict and credit must be callables");
         return NULL;
     }
-    Py_INCREF(tags), Py_INCREF(verdict), Py_INCREF(credit), Py_INCREF(brackets), Py_INCREF(letters);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(starts); i++) {
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(starts, i)) || !PyUnicode_GET_LENGTH(PyTuple_GET_ITEM(starts, i))) {
+            PyErr_SetString(PyExc_TypeError, "the credit lines' starts must be non-empty str");
+            return NULL;
+        }
+    }
+    Py_INCREF(tags), Py_INCREF(verdict), Py_INCREF(credit), Py_INCREF(brackets), Py_INCREF(starts);
+    Py_INCREF(folds);
     Py_XSETREF(extract_rules.credit_brackets, brackets);
-    Py_XSETREF(extract_rules.credit_letters, letters);
+    Py_XSETREF(extract_rules.credit_starts, starts);
+    Py_XSETREF(extract_rules.case_folds, folds);
     Py_XSETREF(extract_rules.tags, tags);
     Py_XSETREF(extract_rules.verdict, verdict);
     Py_XSETREF(extract_rules.credit, credit);
-    extract_rules.max_stamp_line = max_stamp_line;
+    extract_rules.max_stamp_line = max_stamp_line, extract_rules.max_credit_line = max_credit_line;
     extract_forget_verdicts(); /* they came from another verdict */
     extract_rules.descend_share = shares[0], extract_rules.fair_share = shares[1],
     extract_rules.winner_share = shares[2];
@@ -218,7 +227,8 @@ static PyMethodDef methods[] = {
     {"attribute_verdict", extract_attribute_verdict_of_pairs, METH_O,
      "attribute_verdict(pairs): names.attributes_say_boilerplate(pairs), in C (names.c)."},
     {"configure", configure, METH_VARARGS,
-     "configure(tags, verdict, (credit, its brackets, its first letters, the longest stamp line), (descend, fair, "
+     "configure(tags, verdict, (credit, its brackets, its starts, the letters folded to ASCII ones, the longest"
+     " stamp line, the longest credit line), (descend, fair, "
      "winner, margin, link "
      "density, prose, pruned, pruned link shares, winner's lead,"
      " text entries' share of a list, the heading alone, numbered links' share of a table of contents),"
