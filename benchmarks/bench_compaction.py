@@ -85,7 +85,7 @@ def timed_calls(
     masks = [weakest_bits(rng.random(64), args.wildcard_bits) for _ in pages]
     keys = [f"https://example.com/page/{page}" for page in pages]
     sketch = rng.bytes(32)
-    cpu, wall, compacting, memory = [], [], 0, []
+    cpu, wall, compacting, memory, under_way = [], [], 0, [], []
     gc.collect()
     gc.freeze()  # this script's own objects: the collector walks none of the index's
     for at, (fingerprint, key, mask) in enumerate(zip(probes, keys, masks)):
@@ -93,20 +93,31 @@ def timed_calls(
         index.replace_if_new(fingerprint, key, mask, sketch)
         cpu.append(time.thread_time_ns() - started_cpu)
         wall.append(time.perf_counter_ns() - started_wall)
-        compacting += getattr(index, "_compaction", None) is not None
+        under_way.append(getattr(index, "_compaction", None) is not None)
+        compacting += under_way[-1]
         if at % _SAMPLE_EVERY == 0:
             memory.append(index_bytes(index))
         if args.pause_us:
             time.sleep(args.pause_us / 1e6)
     gc.unfreeze()
     return {"cpu_us": np.array(cpu) / 1000, "wall_us": np.array(wall) / 1000, "compacting": compacting,
-            "memory": memory}
+            "memory": memory, "under_way": np.array(under_way)}
 
 
-def report(name: str, timings: np.ndarray) -> str:
+def report(name: str, timings: np.ndarray, under_way: np.ndarray) -> str:
     p50, p99 = np.percentile(timings, [50, 99])
-    return (f"{name}: longest {timings.max() / 1000:.2f} ms, {int((timings > 10_000).sum())} over 10 ms, "
-            f"p50 {p50:.1f} us, p99 {p99:.1f} us")
+    return (f"{name}: longest {timings.max() / 1000:.2f} ms ({where(int(timings.argmax()), under_way)}),"
+            f" {int((timings > 10_000).sum())} over 10 ms, p50 {p50:.1f} us, p99 {p99:.1f} us")
+
+
+def where(call: int, under_way: np.ndarray) -> str:
+    """Call *call* against the compaction: before it, during it, or how many calls after its end."""
+    steps = np.flatnonzero(under_way)
+    if not len(steps) or call < steps[0]:
+        return f"call {call:,}, before the compaction"
+    if call <= steps[-1]:
+        return f"call {call:,}, during the compaction"
+    return f"call {call:,}, {call - steps[-1]:,} calls after the compaction's end"
 
 
 def main() -> None:
@@ -129,8 +140,8 @@ def main() -> None:
     print(f"replace_if_new x {args.calls:,} (changed pages, {args.wildcard_bits} wildcard bits, a sketch,"
           f" {args.pause_us:g} us apart);"
           f" a compaction under way for {calls['compacting']:,} of them")
-    print("  " + report("CPU time", calls["cpu_us"]))
-    print("  " + report("wall time", calls["wall_us"]))
+    print("  " + report("CPU time", calls["cpu_us"], calls["under_way"]))
+    print("  " + report("wall time", calls["wall_us"], calls["under_way"]))
     mib = 2**20
     print(f"  index bytes (memory_usage, all parts): before {before / mib:,.0f} MiB, highest"
           f" {max(calls['memory']) / mib:,.0f}, after {after / mib:,.0f};"
