@@ -2,7 +2,7 @@
 
     python benchmarks/bench_compaction.py                    # 10M fingerprints (~6 GiB, ~3 minutes)
     python benchmarks/bench_compaction.py --size 1000000
-    python benchmarks/bench_compaction.py --pause-us 1000 --calls 20000   # a crawl's pace
+    python benchmarks/bench_compaction.py --pause-us 1000 --calls 40000   # a crawl's pace
 
 A crawl that re-fetches a changed page calls ``replace_if_new``, which removes the page's
 older record: removed rows wait as tombstones until they pass a quarter of the index, then

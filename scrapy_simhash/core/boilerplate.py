@@ -70,7 +70,7 @@ CREDIT_STARTS = (
 #: The letters past ASCII that the patterns' IGNORECASE takes for ASCII ones (each, then
 #: its ASCII letter): only these four in all of Unicode (a test checks it).
 CASE_FOLDS_TO_ASCII = "\u0130i\u0131i\u017fs\u212ak"
-#: Their first letters, either case: what the Python code checks first.
+#: The starts' first letters, either case (the digits for ``#``): what the Python code checks first.
 CREDIT_FIRST_LETTERS = "".join(
     sorted({letter for start in CREDIT_STARTS for letter in (start[0], start[0].upper())} - {"#"})
 ) + "0123456789"
