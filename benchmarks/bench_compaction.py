@@ -86,8 +86,17 @@ def timed_calls(
     keys = [f"https://example.com/page/{page}" for page in pages]
     sketch = rng.bytes(32)
     cpu, wall, compacting, memory, under_way = [], [], 0, [], []
+    collections: list[list[float]] = []  # [CPU seconds, generation] of each collection during the calls
+
+    def timed_collection(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append([time.thread_time(), info["generation"]])
+        else:
+            collections[-1][0] = time.thread_time() - collections[-1][0]
+
     gc.collect()
     gc.freeze()  # this script's own objects: the collector walks none of the index's
+    gc.callbacks.append(timed_collection)
     for at, (fingerprint, key, mask) in enumerate(zip(probes, keys, masks)):
         started_cpu, started_wall = time.thread_time_ns(), time.perf_counter_ns()
         index.replace_if_new(fingerprint, key, mask, sketch)
@@ -99,9 +108,10 @@ def timed_calls(
             memory.append(index_bytes(index))
         if args.pause_us:
             time.sleep(args.pause_us / 1e6)
+    gc.callbacks.remove(timed_collection)
     gc.unfreeze()
     return {"cpu_us": np.array(cpu) / 1000, "wall_us": np.array(wall) / 1000, "compacting": compacting,
-            "memory": memory, "under_way": np.array(under_way)}
+            "memory": memory, "under_way": np.array(under_way), "collections": collections}
 
 
 def report(name: str, timings: np.ndarray, under_way: np.ndarray) -> str:
@@ -142,6 +152,9 @@ def main() -> None:
           f" a compaction under way for {calls['compacting']:,} of them")
     print("  " + report("CPU time", calls["cpu_us"], calls["under_way"]))
     print("  " + report("wall time", calls["wall_us"], calls["under_way"]))
+    full = [seconds * 1000 for seconds, generation in calls["collections"] if generation == 2]
+    print(f"  garbage collections during the calls: {len(calls['collections']):,}, {len(full)} of them full"
+          f" (the longest {max(full, default=0):.2f} ms)")
     mib = 2**20
     print(f"  index bytes (memory_usage, all parts): before {before / mib:,.0f} MiB, highest"
           f" {max(calls['memory']) / mib:,.0f}, after {after / mib:,.0f};"
