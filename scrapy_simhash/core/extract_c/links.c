@@ -129,14 +129,11 @@ extract_same_target(const Anchored *a, const Anchored *b)
     return extract_compare_bytes(a->target, a->length, b->target, b->length) == 0;
 }
 
-/* FNV-1a; never 0 (an empty slot of keep_frequent's table). */
+/* FNV-1a (container.c); never 0 (an empty slot of keep_frequent's table). */
 static uint64_t
 hash_of(const char *s, Py_ssize_t length)
 {
-    uint64_t hash = 14695981039346656037ULL;
-    for (Py_ssize_t i = 0; i < length; i++) {
-        hash = (hash ^ (unsigned char)s[i]) * 1099511628211ULL;
-    }
+    uint64_t hash = extract_hash_bytes(EXTRACT_HASH_START, s, (size_t)length);
     return hash ? hash : 1;
 }
 
