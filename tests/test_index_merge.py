@@ -17,6 +17,7 @@ from scrapy_simhash.index._buckets import SortedBuckets
 from scrapy_simhash.index._design_choice import design_for_size
 from scrapy_simhash.index._pages import HUGE_PAGE, PageToucher
 from scrapy_simhash.index._growable import GrowableArray
+from scrapy_simhash.index._storage import KeyStore
 from scrapy_simhash.index._tables import make_design
 from scrapy_simhash.index.brute import BruteForceIndex
 from scrapy_simhash.index.memory import MemoryIndex
@@ -152,6 +153,40 @@ def test_a_growing_column_faults_in_each_page_of_its_copy_in_an_append_alone(mon
         column.append(value)
     assert np.array_equal(column.values, np.arange(640_000))
     assert sum(touched) >= 3 and not column._next_pages  # (the copy done: 5.4 MB, a page an append)
+
+
+
+
+@pytest.mark.parametrize("bulk_values", [10_000, 20_000])  # (over a row's 4 KB: copied, not touched)
+def test_a_bulk_extend_while_a_column_moves_leaves_no_value_to_a_later_page_touch(bulk_values: int) -> None:
+    """A bulk extend copies a slice into the larger copy without touching its pages; the
+    appends after it must not touch (write into) those pages again. A long URL's key bytes
+    or a batch of rows (``add_entries``) does that in the middle of a move."""
+    offset = 0x1111_1111_1111_1111  # (no value has a zero byte a touch could leave unseen)
+    column = GrowableArray(np.uint64, np.arange(2_000_000, dtype=np.uint64) + np.uint64(offset))
+    size = 2_000_000
+    while column._next is None:  # (appends until its move to a 2.4 MB-page copy starts)
+        column.append(offset + size)
+        size += 1
+    column.extend(np.arange(size, size + bulk_values, dtype=np.uint64) + np.uint64(offset))
+    size += bulk_values
+    for value in range(size, size + 200_000):  # (the move ends among these)
+        column.append(offset + value)
+    size += 200_000
+    assert column._next is None
+    assert np.array_equal(column.values, np.arange(size, dtype=np.uint64) + np.uint64(offset))
+
+
+def test_long_urls_stored_while_the_keys_move_leave_the_other_keys_whole() -> None:
+    stored = [
+        f"https://example.com/search?page={number}&q=" + "x" * 6000  # (over a row's 4 KB: copied, not touched)
+        if number % 2000 == 1999 else f"https://example.com/page/{number:09d}?session=abc"
+        for number in range(120_000)  # (5.9 MB of keys: each move's copy spans 2 MB pages)
+    ]
+    store = KeyStore()
+    for key in stored:
+        store.append(key)
+    assert list(store) == stored
 
 
 @pytest.mark.parametrize(("size", "new", "step"), [(5000, 700, 64), (3000, 0, 1000), (20_000, 300, 4096)])

@@ -104,11 +104,12 @@ class GrowableArray:
             self._next = np.empty(int(len(self._data) * GROWTH) + 1, dtype=self._data.dtype)
             self._next_pages, self._copied = PageToucher(self._next), 0
         stop = min(self._copied + appended * _COPY_PER_VALUE, self._size)
-        small = appended * self._data.itemsize <= _ROW_BYTES
-        if small and self._next_pages is not None and self._next_pages.needs_touch(stop):
-            if take_turn():  # (else in a later call: see _pages.one_call)
-                self._next_pages.touch_next(stop)
-            return  # (a fresh page of the copy: faulted in by a row's append alone; a bulk one copies)
+        if self._next_pages is not None:
+            if appended * self._data.itemsize <= _ROW_BYTES and self._next_pages.needs_touch(stop):
+                if take_turn():  # (else in a later call: see _pages.one_call)
+                    self._next_pages.touch_next(stop)
+                return  # (a fresh page of the copy: faulted in by a row's append alone)
+            self._next_pages.filled_until(stop)  # (a bulk one copies, its pages faulted in as it writes)
         self._next[self._copied : stop] = self._data[self._copied : stop]
         self._copied = stop
         if stop == self._size:

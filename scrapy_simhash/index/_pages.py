@@ -83,6 +83,17 @@ class PageToucher:
         """Whether a page not touched yet begins before value *stop*."""
         return self._next < min(stop * self._itemsize, len(self._bytes))
 
+    def filled_until(self, stop: int) -> None:
+        """Values before *stop* were written without this toucher (a bulk copy faulted their
+        pages in itself): never touch those pages again, the touch would overwrite a value."""
+        end = stop * self._itemsize
+        if end <= self._next:
+            return
+        if end <= self._first_page:
+            self._next = self._first_page
+        else:
+            self._next = self._first_page + -(-(end - self._first_page) // HUGE_PAGE) * HUGE_PAGE
+
     def touch_next(self, stop: int) -> bool:
         """Touch the first page not touched yet if it begins before value *stop*: whether
         there was one."""
