@@ -120,6 +120,20 @@ def report(name: str, timings: np.ndarray, under_way: np.ndarray) -> str:
             f" {int((timings > 10_000).sum())} over 10 ms, p50 {p50:.1f} us, p99 {p99:.1f} us")
 
 
+def phases_p50(timings: np.ndarray, under_way: np.ndarray) -> str:
+    """p50 CPU time of the calls before the compaction and of those after its end (its new
+    columns, faulted in 4 KB pages, on huge pages again once ``khugepaged`` collapses them)."""
+    steps = np.flatnonzero(under_way)
+    if not len(steps):
+        return "p50 CPU time: no compaction among the calls"
+    before, after = timings[: steps[0]], timings[steps[-1] + 1 :]
+    return f"p50 CPU time before the compaction {_median(before)}, after its end {_median(after)}"
+
+
+def _median(timings: np.ndarray) -> str:
+    return f"{np.median(timings):.1f} us ({len(timings):,} calls)" if len(timings) else "none"
+
+
 def where(call: int, under_way: np.ndarray) -> str:
     """Call *call* against the compaction: before it, during it, or how many calls after its end."""
     steps = np.flatnonzero(under_way)
@@ -152,6 +166,7 @@ def main() -> None:
           f" a compaction under way for {calls['compacting']:,} of them")
     print("  " + report("CPU time", calls["cpu_us"], calls["under_way"]))
     print("  " + report("wall time", calls["wall_us"], calls["under_way"]))
+    print("  " + phases_p50(calls["cpu_us"], calls["under_way"]))
     full = [seconds * 1000 for seconds, generation in calls["collections"] if generation == 2]
     print(f"  garbage collections during the calls: {len(calls['collections']):,}, {len(full)} of them full"
           f" (the longest {max(full, default=0):.2f} ms)")

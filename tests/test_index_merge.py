@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from probe_kernels import KERNELS, using_kernel
-from scrapy_simhash.index import _merge
+from scrapy_simhash.index import _merge, _pages
 from scrapy_simhash.index._buckets import SortedBuckets
 from scrapy_simhash.index._design_choice import design_for_size
-from scrapy_simhash.index._pages import HUGE_PAGE, PageToucher
+from scrapy_simhash.index._pages import HUGE_PAGE, PageToucher, advises_pages
 from scrapy_simhash.index._growable import GrowableArray
 from scrapy_simhash.index._storage import KeyStore
 from scrapy_simhash.index._tables import make_design
@@ -202,3 +202,69 @@ def test_a_widening_in_steps_gives_a_fresh_build(
     widened = _merge.merged(old, fingerprints[size:], size, make_design(3, 4, 12))
     assert widened.same_as(SortedBuckets.build(make_design(3, 4, 12), fingerprints))
     assert taken >= 2 * len(widened.design.tables) * (size + new) // step
+
+
+def _mapping_line(address: int, field: str) -> list[str]:
+    """The words of line *field* of the mapping that holds *address* (``/proc/self/smaps``)."""
+    with open("/proc/self/smaps") as smaps:
+        inside = False
+        for line in smaps:
+            first = line.split(" ", 1)[0]
+            if "-" in first and not first.endswith(":"):
+                low, high = (int(bound, 16) for bound in first.split("-"))
+                inside = low <= address < high
+            elif inside and line.startswith(f"{field}:"):
+                return line.split()[1:]
+    raise AssertionError(f"no mapping holds {address:#x}")
+
+
+def _vm_flags(address: int) -> set[str]:
+    """The kernel's flags of the mapping that holds *address*."""
+    return set(_mapping_line(address, "VmFlags"))
+
+
+def _resident_bytes(address: int) -> int:
+    """The resident bytes of the mapping that holds *address*."""
+    return int(_mapping_line(address, "Rss")[0]) * 1024
+
+
+@pytest.mark.skipif(not advises_pages(), reason="madvise of transparent huge pages: Linux only")
+def test_a_fresh_array_is_faulted_in_4_kb_pages_then_given_back_to_huge_pages() -> None:
+    values = np.empty(5 * HUGE_PAGE // 8, dtype=np.uint64)
+    first_page = values.ctypes.data + (-values.ctypes.data % HUGE_PAGE)  # (the first whole huge page)
+    toucher = PageToucher(values)
+    assert "nh" in _vm_flags(first_page) and "nh" in _vm_flags(first_page + 2 * HUGE_PAGE)
+    steps = sum(1 for _ in toucher.steps_until((first_page - values.ctypes.data + HUGE_PAGE) // 8))
+    assert steps == 1 + (first_page != values.ctypes.data)  # (the part before it, if any, then it)
+    assert "hg" in _vm_flags(first_page)  # (touched: khugepaged may collapse it)
+    assert "nh" in _vm_flags(first_page + HUGE_PAGE)  # (not yet: a fault there takes a 4 KB page)
+
+
+@pytest.mark.skipif(not advises_pages(), reason="madvise: Linux only")
+def test_a_dropped_array_is_handed_back_a_slice_a_call() -> None:
+    values = np.ones(6 * _pages.RELEASED_PER_STEP // 8, dtype=np.uint64)  # (96 MB, every page touched)
+    middle = values.ctypes.data + values.nbytes // 2
+    resident = _resident_bytes(middle)
+    _pages.release_later(values)
+    del values
+    with _pages.one_call():
+        _pages.release_step()
+        _pages.release_step()  # (one slice a call)
+    assert resident - _resident_bytes(middle) <= _pages.RELEASED_PER_STEP + HUGE_PAGE
+    assert resident - _resident_bytes(middle) >= _pages.RELEASED_PER_STEP - HUGE_PAGE
+    steps = 1
+    while _pages._released:
+        _pages.release_step()
+        steps += 1
+    assert 6 <= steps <= 8  # (slices on whole huge pages; then the array goes)
+
+
+@pytest.mark.skipif(not advises_pages(), reason="madvise: Linux only")
+def test_a_dropped_array_that_a_view_still_reads_is_left_whole() -> None:
+    values = np.arange(6 * _pages.RELEASED_PER_STEP // 8, dtype=np.uint64)
+    view = values[1000:]
+    _pages.release_later(values)
+    del values
+    while _pages._released:
+        _pages.release_step()
+    assert np.array_equal(view[:5], np.arange(1000, 1005)) and int(view[-1]) == len(view) + 999

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _merge
-from ._pages import PageToucher, take_turn
+from ._pages import PageToucher, release_later, take_turn
 from ._renumbering import Renumbering
 
 _MIN_RECENT = 4096
@@ -203,6 +203,7 @@ class CrcTable:
             old = slice(low - first, high - last)  # the old entries between
             _merge.interleave(merged_crcs, low, self._crcs[old], targets[first:last], new_crcs[first:last])
             _merge.interleave(merged_rows, low, self._rows[old], targets[first:last], new_rows[first:last])
+        release_later((self._crcs, self._rows))
         self._crcs, self._rows, self._frozen, self._merging = merged_crcs, merged_rows, None, None
 
 

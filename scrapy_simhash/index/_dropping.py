@@ -39,7 +39,7 @@ from ._column_steps import key_steps, kept_values_steps
 from ._crc_table import CrcTable
 from ._key_lookup import KeyLookup
 from ._merge import BufferedTables
-from ._pages import PageToucher
+from ._pages import PageToucher, release_later
 from ._release import release_steps
 from ._renumbering import Renumbering
 from ._sketches import SketchStore
@@ -144,5 +144,5 @@ class Compaction:
             every[new_rows] = every[old_rows][keep]  # (the right side a copy: new rows come first)
             yield
         tables = yield from sorted_steps(every[: self.renumbering.kept], old.design, step)
-        del self._held["fingerprints"]
+        release_later(self._held.pop("fingerprints"))
         return tables

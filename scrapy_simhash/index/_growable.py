@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._pages import PageToucher, take_turn
+from ._pages import PageToucher, release_later, release_step, take_turn
 
 # GrowableArray grows by 1/8 (slack, hence memory, stays small: at most ~9.6 bytes a
 # fingerprint for 8) and moves to its larger copy a slice per append, starting when
@@ -97,7 +97,9 @@ class GrowableArray:
         self._move(appended)
 
     def _move(self, appended: int) -> None:
-        """Copy a slice into the larger array (starting one when 1/16 of the room is left)."""
+        """Copy a slice into the larger array (starting one when 1/16 of the room is left);
+        and hand back a slice of the memory of arrays dropped before (:func:`._pages.release_step`)."""
+        release_step()
         if self._next is None:
             if len(self._data) - self._size > len(self._data) // 16:
                 return
@@ -113,6 +115,7 @@ class GrowableArray:
         self._next[self._copied : stop] = self._data[self._copied : stop]
         self._copied = stop
         if stop == self._size:
+            release_later(self._data)
             self._data, self._next, self._view, self._next_pages = self._next, None, None, None
 
     def _reserve(self, needed: int) -> None:

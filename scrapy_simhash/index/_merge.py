@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._buckets import SortedBuckets, check_rows, sort_dtype, table_columns
-from ._pages import PageToucher
+from ._pages import PageToucher, release_later
 from ._write_buffer import WriteBuffer
 from ._tables import TableDesign
 from ._widen import widen_steps
@@ -86,6 +86,7 @@ class BufferedTables:
             try:
                 next(self.merging)
             except StopIteration as done:
+                release_later(self.sorted)
                 self.sorted, self.merging, self.frozen = done.value, None, None
 
     def start_merge(self, design: TableDesign) -> None:

@@ -1,14 +1,14 @@
-"""Faulting fresh memory in a huge page per step, ahead of the merge steps that fill it.
+"""Faulting fresh memory in 2 MB per step, ahead of the merge steps that fill it.
 
 A merge (:mod:`._merge`, and the key lookup's in :mod:`._crc_table`) writes its new
-arrays into fresh allocations, for which NumPy asks the kernel for transparent huge pages
-(2 MB). The first write into each such page faults it in whole: the kernel zeroes 2 MB, and
-on the VM these figures come from, whose host backs its memory when first touched, it took
-4.6 ms on average and up to 9.6 ms, against 0.19 ms for memory touched before (a C loop
-writing a byte per 2 MB of 1 GB, 512 faults each way). Merge steps of 2**18 entries wrote 1
-to 3 MB each: at 10M rows the longest check took 11.9-14.3 ms of CPU time, nearly all of it
-in the kernel, and 12-19 checks over 10 ms. So each page an array is about to be filled in
-is touched first, in a step of its own: no step faults more than one.
+arrays into fresh allocations. The first write into each page faults it in: the kernel
+zeroes it, and on the VM these figures come from, whose host backs its memory when first
+touched, a 2 MB huge page took 4.6 ms on average and up to 9.6 ms, against 0.19 ms for
+memory touched before (a C loop writing a byte per 2 MB of 1 GB, 512 faults each way).
+Merge steps of 2**18 entries wrote 1 to 3 MB each: at 10M rows the longest check took
+11.9-14.3 ms of CPU time, nearly all of it in the kernel, and 12-19 checks over 10 ms. So
+the pages an array is about to be filled in are touched first, 2 MB in a step of its own,
+and in 4 KB pages (:class:`PageToucher`): no step faults in more than 2 MB, nor a huge page.
 
 Nor does a call of the index do more than one such unit of upkeep (a merge's or a
 compaction's step, or a fresh page of a growing column): :func:`one_call` spans a call,
@@ -19,7 +19,11 @@ a call took 10.2 ms at 10M rows.
 
 from __future__ import annotations
 
+import ctypes
+import mmap
+import sys
 import threading
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,8 +32,10 @@ import numpy.typing as npt
 
 #: The transparent huge page of x86-64 (and of most arm64 kernels).
 HUGE_PAGE = 2 << 20
+#: The base page: what a fresh array's touch faults in at a time (see PageToucher).
+SMALL_PAGE = mmap.PAGESIZE
 
-_call = threading.local()  # depth: calls open in this thread; spent: their turn was taken
+_call = threading.local()  # depth: calls open in this thread; spent: their turn was taken; released: a slice
 
 
 class _OneCall:
@@ -40,7 +46,7 @@ class _OneCall:
     def __enter__(self) -> None:
         depth = getattr(_call, "depth", 0)
         if not depth:
-            _call.spent = False
+            _call.spent = _call.released = False
         _call.depth = depth + 1
 
     def __exit__(self, *exc_info: object) -> None:
@@ -66,13 +72,27 @@ def take_turn() -> bool:
 
 
 class PageToucher:
-    """Touches the pages of a fresh array in order, a page per step."""
+    """Touches the pages of a fresh array in order, 2 MB per step, in 4 KB pages.
+
+    The array is taken off transparent huge pages (``MADV_NOHUGEPAGE``) until touched: where
+    a host backs its guest's memory on first touch and takes back what the guest frees (this
+    VM: free page reporting at 2 MB), a fresh huge page took 4.5-5.0 ms to fault in and up to
+    14 ms, against 1.1-1.3 ms for the same 2 MB in 4 KB pages, at most 0.5-2.8 ms a page (a C
+    loop over 1 GiB freed and reported before; 0.23-0.26 ms in either kind of page where the
+    memory was touched before). Each 2 MB touched is then given back to huge pages
+    (``MADV_HUGEPAGE``), which the kernel's ``khugepaged`` collapses it into in the background,
+    off this thread: the index's reads keep their huge pages (at 10M rows a check's probe took
+    8.6 us on huge pages, 9.9 on 4 KB ones).
+    """
 
     def __init__(self, array: npt.NDArray[Any]) -> None:
         self._bytes = array.reshape(-1).view(np.uint8)  # (a view: the array must be contiguous)
         self._itemsize = array.itemsize
         self._next = 0  # the first byte whose page may not be faulted in yet
-        self._first_page = -array.ctypes.data % HUGE_PAGE  # where the first whole page begins
+        self._address = array.ctypes.data
+        self._first_page = -self._address % HUGE_PAGE  # where the first whole page begins
+        if len(self._bytes) > self._first_page + HUGE_PAGE:  # (holds a whole huge page)
+            _advise(self._address, len(self._bytes), _NO_HUGE_PAGES)
 
     def steps_until(self, stop: int) -> Iterator[None]:
         """Touch every page before value *stop* (an index of the array), a step each."""
@@ -95,10 +115,117 @@ class PageToucher:
             self._next = self._first_page + -(-(end - self._first_page) // HUGE_PAGE) * HUGE_PAGE
 
     def touch_next(self, stop: int) -> bool:
-        """Touch the first page not touched yet if it begins before value *stop*: whether
-        there was one."""
+        """Touch the first 2 MB not touched yet (its 4 KB pages) if it begins before value
+        *stop*: whether there was one."""
         if not self.needs_touch(stop):
             return False
-        self._bytes[self._next] = 0  # (a value the step that fills it overwrites)
-        self._next = self._first_page if self._next < self._first_page else self._next + HUGE_PAGE
+        start = self._next
+        self._next = self._first_page if start < self._first_page else start + HUGE_PAGE
+        self._bytes[start : self._next : SMALL_PAGE] = 0  # (values the steps that fill them overwrite)
+        if start >= self._first_page and self._next <= len(self._bytes):  # (a whole huge page)
+            _advise(self._address + start, HUGE_PAGE, _HUGE_PAGES)
         return True
+
+
+#: What :func:`release_step` hands back to the kernel at most a call: on 4 KB pages freeing
+#: took ~0.08 ms a MB (256 MB: 18.5-24.9 ms of CPU time, against 0.8-1.1 on huge pages).
+RELEASED_PER_STEP = 16 << 20
+#: Arrays whose memory is handed back a slice per call, and how far each got.
+_released: deque[list[Any]] = deque()
+_releasing = threading.Lock()
+
+
+def release_later(holder: object) -> None:
+    """Hand the memory of *holder*'s large arrays (itself, or those its attributes hold, three
+    levels down) back to the kernel a slice per :func:`release_step`, when no one else holds
+    them. Freed at once where it dropped them, an array :class:`PageToucher` faulted in 4 KB
+    pages (before ``khugepaged`` collapsed them) held that call ~0.08 ms a MB: 26 ms for a
+    10M-row index's keys at a compaction's end."""
+    if _madvise is None or _OWN_REFERENCES is None:
+        return
+    for array in _large_arrays(holder, 3):
+        _released.append([array, 0])
+
+
+def release_step() -> None:
+    """Hand back :data:`RELEASED_PER_STEP` of the first array :func:`release_later` was given;
+    its last slice done, or someone else holding it (a view), let it go. Once a call
+    (:func:`one_call`), besides its turn of upkeep: at most ~1.3 ms."""
+    in_call = getattr(_call, "depth", 0) > 0
+    if not _released or (in_call and _call.released):
+        return
+    if in_call:
+        _call.released = True
+    with _releasing:
+        if not _released or _OWN_REFERENCES is None:
+            return
+        entry = _released[0]
+        if _references(entry) > _OWN_REFERENCES or entry[1] >= entry[0].nbytes:  # (someone reads it, or done)
+            _released.popleft()
+            return
+        array, done = entry
+        base = array.ctypes.data
+        start = base + done
+        end = (start + RELEASED_PER_STEP) // HUGE_PAGE * HUGE_PAGE  # (whole huge pages: none split)
+        end = min(end if end > start else start + RELEASED_PER_STEP, base + array.nbytes)
+        _advise(start, end - start, _DONT_NEED)  # (the pages' memory goes; the array, unread, with its owner)
+        entry[1] = end - base
+
+
+def _references(entry: list[Any]) -> int:
+    """The references to the array of a :data:`_released` entry, this count's own included."""
+    return sys.getrefcount(entry[0])
+
+
+#: What :func:`_references` counts when only the entry holds the array (2 on CPython 3.11;
+#: measured, not assumed: interpreters differ). ``None`` where references are not counted.
+_OWN_REFERENCES = _references([np.empty(0), 0]) if hasattr(sys, "getrefcount") else None
+
+
+def _large_arrays(holder: object, depth: int) -> Iterator[npt.NDArray[Any]]:
+    """The arrays of at least 2 :data:`RELEASED_PER_STEP` that own their memory, *holder*
+    itself or held by its attributes, *depth* levels down."""
+    if isinstance(holder, np.ndarray):
+        if holder.base is None and holder.nbytes >= 2 * RELEASED_PER_STEP:
+            yield holder
+    elif depth and hasattr(holder, "__dict__") and not isinstance(holder, type):
+        for value in vars(holder).values():
+            yield from _large_arrays(value, depth - 1)
+    elif depth and isinstance(holder, (list, tuple)):
+        for value in holder:
+            yield from _large_arrays(value, depth - 1)
+
+
+_HUGE_PAGES = getattr(mmap, "MADV_HUGEPAGE", None)
+_NO_HUGE_PAGES = getattr(mmap, "MADV_NOHUGEPAGE", None)
+_DONT_NEED = getattr(mmap, "MADV_DONTNEED", None)
+
+
+def _libc_madvise() -> Any:
+    """libc's ``madvise`` (Linux), or ``None``: ``mmap.madvise`` advises only an ``mmap``'s
+    own memory, and NumPy allocates its arrays itself."""
+    if not sys.platform.startswith("linux") or _HUGE_PAGES is None:
+        return None
+    try:
+        madvise = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    madvise.argtypes, madvise.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
+    return madvise
+
+
+_madvise = _libc_madvise()
+
+
+def advises_pages() -> bool:
+    """Whether fresh arrays are taken off huge pages until touched (Linux)."""
+    return _madvise is not None
+
+
+def _advise(address: int, length: int, advice: int | None) -> None:
+    """``madvise`` the whole 4 KB pages of ``[address, address + length)``, where it can; a
+    refusal (a kernel without transparent huge pages) changes nothing but speed."""
+    start = -(-address // SMALL_PAGE) * SMALL_PAGE
+    end = (address + length) // SMALL_PAGE * SMALL_PAGE
+    if _madvise is not None and advice is not None and end > start:
+        _madvise(start, end - start, advice)

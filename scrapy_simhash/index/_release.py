@@ -10,17 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ._pages import release_later
+
 #: Entries of a dict dropped a step (~0.7 ms).
 DICT_ENTRIES = 1 << 15
 
 
 def release_steps(parts: list[object]) -> Iterator[None]:
-    """Steps that free *parts* (which nothing else holds any more), one a step."""
+    """Steps that free *parts* (which nothing else holds any more), one a step; their large
+    arrays' memory goes a slice a call after (:func:`._pages.release_later`)."""
     while parts:
         part = parts.pop()
         while isinstance(part, dict) and part:
             for _ in range(min(DICT_ENTRIES, len(part))):
                 part.popitem()
             yield
+        release_later(part)
         del part
         yield
