@@ -245,9 +245,11 @@ def test_a_dropped_array_is_handed_back_a_slice_a_call() -> None:
     values = np.ones(6 * _pages.RELEASED_PER_STEP // 8, dtype=np.uint64)  # (96 MB, every page touched)
     middle = values.ctypes.data + values.nbytes // 2
     resident = _resident_bytes(middle)
-    _pages.release_later(values)
-    del values
+    _pages.release_later(values)  # (outside an index's call: left to be freed at once)
+    assert not _pages._released
     with _pages.one_call():
+        _pages.release_later(values)
+        del values
         _pages.release_step()
         _pages.release_step()  # (one slice a call)
     assert resident - _resident_bytes(middle) <= _pages.RELEASED_PER_STEP + HUGE_PAGE
@@ -263,8 +265,19 @@ def test_a_dropped_array_is_handed_back_a_slice_a_call() -> None:
 def test_a_dropped_array_that_a_view_still_reads_is_left_whole() -> None:
     values = np.arange(6 * _pages.RELEASED_PER_STEP // 8, dtype=np.uint64)
     view = values[1000:]
-    _pages.release_later(values)
+    with _pages.one_call():
+        _pages.release_later(values)
     del values
     while _pages._released:
         _pages.release_step()
     assert np.array_equal(view[:5], np.arange(1000, 1005)) and int(view[-1]) == len(view) + 999
+
+
+@pytest.mark.skipif(not advises_pages(), reason="madvise: Linux only")
+def test_an_index_closing_hands_back_what_its_upkeep_dropped() -> None:
+    with _pages.one_call():
+        for _ in range(3):
+            _pages.release_later(np.ones(3 * _pages.RELEASED_PER_STEP // 8, dtype=np.uint64))
+    assert len(_pages._released) == 3
+    MemoryIndex(max_distance=3).close()
+    assert not _pages._released

@@ -109,10 +109,12 @@ class PageToucher:
         end = stop * self._itemsize
         if end <= self._next:
             return
+        start = self._next
         if end <= self._first_page:
             self._next = self._first_page
         else:
             self._next = self._first_page + -(-(end - self._first_page) // HUGE_PAGE) * HUGE_PAGE
+        self._to_huge_pages(start)
 
     def touch_next(self, stop: int) -> bool:
         """Touch the first 2 MB not touched yet (its 4 KB pages) if it begins before value
@@ -122,9 +124,16 @@ class PageToucher:
         start = self._next
         self._next = self._first_page if start < self._first_page else start + HUGE_PAGE
         self._bytes[start : self._next : SMALL_PAGE] = 0  # (values the steps that fill them overwrite)
-        if start >= self._first_page and self._next <= len(self._bytes):  # (a whole huge page)
-            _advise(self._address + start, HUGE_PAGE, _HUGE_PAGES)
+        self._to_huge_pages(start)
         return True
+
+    def _to_huge_pages(self, start: int) -> None:
+        """Give the whole huge pages from byte *start* to :attr:`_next` (filled or touched now)
+        back to huge pages."""
+        start = max(start, self._first_page)
+        end = min(self._next, self._first_page + (len(self._bytes) - self._first_page) // HUGE_PAGE * HUGE_PAGE)
+        if end > start:
+            _advise(self._address + start, end - start, _HUGE_PAGES)
 
 
 #: What :func:`release_step` hands back to the kernel at most a call: on 4 KB pages freeing
@@ -140,8 +149,10 @@ def release_later(holder: object) -> None:
     levels down) back to the kernel a slice per :func:`release_step`, when no one else holds
     them. Freed at once where it dropped them, an array :class:`PageToucher` faulted in 4 KB
     pages (before ``khugepaged`` collapsed them) held that call ~0.08 ms a MB: 26 ms for a
-    10M-row index's keys at a compaction's end."""
-    if _madvise is None or _OWN_REFERENCES is None:
+    10M-row index's keys at a compaction's end. Only inside an index's call (:func:`one_call`),
+    whose upkeep frees a slice a call: a bulk load's or a lookup's arrays go at once, as they
+    may come faster than calls free them."""
+    if _madvise is None or _OWN_REFERENCES is None or not getattr(_call, "depth", 0):
         return
     for array in _large_arrays(holder, 3):
         _released.append([array, 0])
@@ -156,13 +167,28 @@ def release_step() -> None:
         return
     if in_call:
         _call.released = True
+    if not _releasing.acquire(blocking=False):  # (another thread's call is at it)
+        return
+    try:
+        _release_slice()
+    finally:
+        _releasing.release()
+
+
+def release_all() -> None:
+    """Hand back every array :func:`release_later` was given, now (an index closing)."""
     with _releasing:
-        if not _released or _OWN_REFERENCES is None:
-            return
+        while _released and _OWN_REFERENCES is not None:
+            _release_slice()
+
+
+def _release_slice() -> None:
+    """Hand back a slice of the first array waiting that no one else holds (under the lock)."""
+    while _released and _OWN_REFERENCES is not None:
         entry = _released[0]
         if _references(entry) > _OWN_REFERENCES or entry[1] >= entry[0].nbytes:  # (someone reads it, or done)
             _released.popleft()
-            return
+            continue
         array, done = entry
         base = array.ctypes.data
         start = base + done
@@ -170,6 +196,7 @@ def release_step() -> None:
         end = min(end if end > start else start + RELEASED_PER_STEP, base + array.nbytes)
         _advise(start, end - start, _DONT_NEED)  # (the pages' memory goes; the array, unread, with its owner)
         entry[1] = end - base
+        return
 
 
 def _references(entry: list[Any]) -> int:
@@ -186,7 +213,7 @@ def _large_arrays(holder: object, depth: int) -> Iterator[npt.NDArray[Any]]:
     """The arrays of at least 2 :data:`RELEASED_PER_STEP` that own their memory, *holder*
     itself or held by its attributes, *depth* levels down."""
     if isinstance(holder, np.ndarray):
-        if holder.base is None and holder.nbytes >= 2 * RELEASED_PER_STEP:
+        if holder.flags.owndata and holder.nbytes >= 2 * RELEASED_PER_STEP:
             yield holder
     elif depth and hasattr(holder, "__dict__") and not isinstance(holder, type):
         for value in vars(holder).values():

@@ -42,6 +42,7 @@ class Renumbering:
         """Fill :attr:`keep` and :attr:`before` from the *dropped* rows (tombstones no one
         changes meanwhile)."""
         keep_pages, before_pages = PageToucher(self.keep), PageToucher(self.before)
+        yield from before_pages.steps_until(1)  # (a page is touched before anything is written in it)
         self.before[0] = 0
         for start in range(0, self.rows, FILL_ROWS):
             stop = min(start + FILL_ROWS, self.rows)

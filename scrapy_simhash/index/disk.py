@@ -180,6 +180,7 @@ class DiskIndex(SimhashIndex):
         finally:
             _release(self._store)
             self._store = None  # type: ignore[assignment]
+            self._memory.close()
 
 
 def compact_store(path: str | os.PathLike[str]) -> tuple[int, int]:

@@ -40,7 +40,7 @@ from ._design_choice import design_for_size, starting_design
 from ._dropping import Compaction
 from ._key_lookup import KeyArrays, KeyLookup
 from ._merge import BufferedTables
-from ._pages import one_call, take_turn
+from ._pages import one_call, release_all, take_turn
 from ._sketches import SketchStore
 from ._growable import GrowableArray
 from ._storage import KeyStore, entry_columns, fingerprint_array
@@ -213,6 +213,9 @@ class MemoryIndex(CompactingRows, SimhashIndex):
             self._finish_compaction()  # (it is built over every row at once anyway, renumbered)
             self._key_lookup = KeyLookup()
         return self._key_lookup
+
+    def close(self) -> None:
+        release_all()  # (the arrays its upkeep dropped, handed back a slice a call until now)
 
     def __len__(self) -> int:
         return len(self._hints) - self._removed_count()
