@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from probe_kernels import KERNELS, using_kernel
-from scrapy_simhash.index import _merge, _pages
+from scrapy_simhash.index import _merge, _pages, _release
 from scrapy_simhash.index._buckets import SortedBuckets
 from scrapy_simhash.index._design_choice import design_for_size
 from scrapy_simhash.index._pages import HUGE_PAGE, PageToucher, advises_pages
@@ -242,34 +242,34 @@ def test_a_fresh_array_is_faulted_in_4_kb_pages_then_given_back_to_huge_pages() 
 
 @pytest.mark.skipif(not advises_pages(), reason="madvise: Linux only")
 def test_a_dropped_array_is_handed_back_a_slice_a_call() -> None:
-    values = np.ones(6 * _pages.RELEASED_PER_STEP // 8, dtype=np.uint64)  # (96 MB, every page touched)
+    values = np.ones(6 * _release.RELEASED_PER_STEP // 8, dtype=np.uint64)  # (96 MB, every page touched)
     middle = values.ctypes.data + values.nbytes // 2
     resident = _resident_bytes(middle)
-    _pages.release_later(values)  # (outside an index's call: left to be freed at once)
-    assert not _pages._released
+    _release.release_later(values)  # (outside an index's call: left to be freed at once)
+    assert not _release._released
     with _pages.one_call():
-        _pages.release_later(values)
+        _release.release_later(values)
         del values
-        _pages.release_step()
-        _pages.release_step()  # (one slice a call)
-    assert resident - _resident_bytes(middle) <= _pages.RELEASED_PER_STEP + HUGE_PAGE
-    assert resident - _resident_bytes(middle) >= _pages.RELEASED_PER_STEP - HUGE_PAGE
+        _release.release_step()
+        _release.release_step()  # (one slice a call)
+    assert resident - _resident_bytes(middle) <= _release.RELEASED_PER_STEP + HUGE_PAGE
+    assert resident - _resident_bytes(middle) >= _release.RELEASED_PER_STEP - HUGE_PAGE
     steps = 1
-    while _pages._released:
-        _pages.release_step()
+    while _release._released:
+        _release.release_step()
         steps += 1
     assert 6 <= steps <= 8  # (slices on whole huge pages; then the array goes)
 
 
 @pytest.mark.skipif(not advises_pages(), reason="madvise: Linux only")
 def test_a_dropped_array_that_a_view_still_reads_is_left_whole() -> None:
-    values = np.arange(6 * _pages.RELEASED_PER_STEP // 8, dtype=np.uint64)
+    values = np.arange(6 * _release.RELEASED_PER_STEP // 8, dtype=np.uint64)
     view = values[1000:]
     with _pages.one_call():
-        _pages.release_later(values)
+        _release.release_later(values)
     del values
-    while _pages._released:
-        _pages.release_step()
+    while _release._released:
+        _release.release_step()
     assert np.array_equal(view[:5], np.arange(1000, 1005)) and int(view[-1]) == len(view) + 999
 
 
@@ -277,7 +277,7 @@ def test_a_dropped_array_that_a_view_still_reads_is_left_whole() -> None:
 def test_an_index_closing_hands_back_what_its_upkeep_dropped() -> None:
     with _pages.one_call():
         for _ in range(3):
-            _pages.release_later(np.ones(3 * _pages.RELEASED_PER_STEP // 8, dtype=np.uint64))
-    assert len(_pages._released) == 3
+            _release.release_later(np.ones(3 * _release.RELEASED_PER_STEP // 8, dtype=np.uint64))
+    assert len(_release._released) == 3
     MemoryIndex(max_distance=3).close()
-    assert not _pages._released
+    assert not _release._released

@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from ._dropping import Compaction, Rows
 from ._key_lookup import KeyLookup
 from ._merge import BufferedTables
-from ._pages import release_step, take_turn
+from ._pages import take_turn
+from ._release import release_step
 from ._sketches import SketchStore
 from ._growable import GrowableArray
 from ._storage import KeyStore
@@ -64,7 +65,7 @@ class CompactingRows:
         """After an insert or a (non-empty) removal, if the call has its turn
         (:func:`._pages.take_turn`): a step of the compaction under way, or of the release
         of the last one's old columns, or of what a due one waits for, or its start; and a
-        slice of the memory of arrays dropped before (:func:`._pages.release_step`)."""
+        slice of the memory of arrays dropped before (:func:`._release.release_step`)."""
         release_step()
         if self._compaction is not None:
             if take_turn() and self._compaction.step():

@@ -18,7 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _merge
-from ._pages import PageToucher, release_later, take_turn
+from ._pages import PageToucher, take_turn
+from ._release import release_later
 from ._renumbering import Renumbering
 
 _MIN_RECENT = 4096

@@ -39,8 +39,8 @@ from ._column_steps import key_steps, kept_values_steps
 from ._crc_table import CrcTable
 from ._key_lookup import KeyLookup
 from ._merge import BufferedTables
-from ._pages import PageToucher, release_later
-from ._release import release_steps
+from ._pages import PageToucher
+from ._release import release_later, release_steps
 from ._renumbering import Renumbering
 from ._sketches import SketchStore
 from ._growable import GrowableArray

@@ -21,7 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ._buckets import SortedBuckets, check_rows, sort_dtype, table_columns
-from ._pages import PageToucher, release_later
+from ._pages import PageToucher
+from ._release import release_later
 from ._write_buffer import WriteBuffer
 from ._tables import TableDesign
 from ._widen import widen_steps

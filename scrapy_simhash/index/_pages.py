@@ -23,7 +23,6 @@ import ctypes
 import mmap
 import sys
 import threading
-from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -61,6 +60,22 @@ def one_call() -> _OneCall:
     return _ONE_CALL
 
 
+def in_call() -> bool:
+    """Whether this thread is inside an index's call (:func:`one_call`)."""
+    return getattr(_call, "depth", 0) > 0
+
+
+def take_release_turn() -> bool:
+    """Whether a slice of dropped memory may be handed back now (:mod:`._release`): once a
+    call, besides its turn of upkeep; any time outside one."""
+    if not in_call():
+        return True
+    if _call.released:
+        return False
+    _call.released = True
+    return True
+
+
 def take_turn() -> bool:
     """Whether a unit of upkeep may run now: the first asked in a call, and any outside one."""
     if not getattr(_call, "depth", 0):
@@ -92,7 +107,7 @@ class PageToucher:
         self._address = array.ctypes.data
         self._first_page = -self._address % HUGE_PAGE  # where the first whole page begins
         if len(self._bytes) > self._first_page + HUGE_PAGE:  # (holds a whole huge page)
-            _advise(self._address, len(self._bytes), _NO_HUGE_PAGES)
+            advise(self._address, len(self._bytes), _NO_HUGE_PAGES)
 
     def steps_until(self, stop: int) -> Iterator[None]:
         """Touch every page before value *stop* (an index of the array), a step each."""
@@ -133,99 +148,12 @@ class PageToucher:
         start = max(start, self._first_page)
         end = min(self._next, self._first_page + (len(self._bytes) - self._first_page) // HUGE_PAGE * HUGE_PAGE)
         if end > start:
-            _advise(self._address + start, end - start, _HUGE_PAGES)
-
-
-#: What :func:`release_step` hands back to the kernel at most a call: on 4 KB pages freeing
-#: took ~0.08 ms a MB (256 MB: 18.5-24.9 ms of CPU time, against 0.8-1.1 on huge pages).
-RELEASED_PER_STEP = 16 << 20
-#: Arrays whose memory is handed back a slice per call, and how far each got.
-_released: deque[list[Any]] = deque()
-_releasing = threading.Lock()
-
-
-def release_later(holder: object) -> None:
-    """Hand the memory of *holder*'s large arrays (itself, or those its attributes hold, three
-    levels down) back to the kernel a slice per :func:`release_step`, when no one else holds
-    them. Freed at once where it dropped them, an array :class:`PageToucher` faulted in 4 KB
-    pages (before ``khugepaged`` collapsed them) held that call ~0.08 ms a MB: 26 ms for a
-    10M-row index's keys at a compaction's end. Only inside an index's call (:func:`one_call`),
-    whose upkeep frees a slice a call: a bulk load's or a lookup's arrays go at once, as they
-    may come faster than calls free them."""
-    if _madvise is None or _OWN_REFERENCES is None or not getattr(_call, "depth", 0):
-        return
-    for array in _large_arrays(holder, 3):
-        _released.append([array, 0])
-
-
-def release_step() -> None:
-    """Hand back :data:`RELEASED_PER_STEP` of the first array :func:`release_later` was given;
-    its last slice done, or someone else holding it (a view), let it go. Once a call
-    (:func:`one_call`), besides its turn of upkeep: at most ~1.3 ms."""
-    in_call = getattr(_call, "depth", 0) > 0
-    if not _released or (in_call and _call.released):
-        return
-    if in_call:
-        _call.released = True
-    if not _releasing.acquire(blocking=False):  # (another thread's call is at it)
-        return
-    try:
-        _release_slice()
-    finally:
-        _releasing.release()
-
-
-def release_all() -> None:
-    """Hand back every array :func:`release_later` was given, now (an index closing)."""
-    with _releasing:
-        while _released and _OWN_REFERENCES is not None:
-            _release_slice()
-
-
-def _release_slice() -> None:
-    """Hand back a slice of the first array waiting that no one else holds (under the lock)."""
-    while _released and _OWN_REFERENCES is not None:
-        entry = _released[0]
-        if _references(entry) > _OWN_REFERENCES or entry[1] >= entry[0].nbytes:  # (someone reads it, or done)
-            _released.popleft()
-            continue
-        array, done = entry
-        base = array.ctypes.data
-        start = base + done
-        end = (start + RELEASED_PER_STEP) // HUGE_PAGE * HUGE_PAGE  # (whole huge pages: none split)
-        end = min(end if end > start else start + RELEASED_PER_STEP, base + array.nbytes)
-        _advise(start, end - start, _DONT_NEED)  # (the pages' memory goes; the array, unread, with its owner)
-        entry[1] = end - base
-        return
-
-
-def _references(entry: list[Any]) -> int:
-    """The references to the array of a :data:`_released` entry, this count's own included."""
-    return sys.getrefcount(entry[0])
-
-
-#: What :func:`_references` counts when only the entry holds the array (2 on CPython 3.11;
-#: measured, not assumed: interpreters differ). ``None`` where references are not counted.
-_OWN_REFERENCES = _references([np.empty(0), 0]) if hasattr(sys, "getrefcount") else None
-
-
-def _large_arrays(holder: object, depth: int) -> Iterator[npt.NDArray[Any]]:
-    """The arrays of at least 2 :data:`RELEASED_PER_STEP` that own their memory, *holder*
-    itself or held by its attributes, *depth* levels down."""
-    if isinstance(holder, np.ndarray):
-        if holder.flags.owndata and holder.nbytes >= 2 * RELEASED_PER_STEP:
-            yield holder
-    elif depth and hasattr(holder, "__dict__") and not isinstance(holder, type):
-        for value in vars(holder).values():
-            yield from _large_arrays(value, depth - 1)
-    elif depth and isinstance(holder, (list, tuple)):
-        for value in holder:
-            yield from _large_arrays(value, depth - 1)
+            advise(self._address + start, end - start, _HUGE_PAGES)
 
 
 _HUGE_PAGES = getattr(mmap, "MADV_HUGEPAGE", None)
 _NO_HUGE_PAGES = getattr(mmap, "MADV_NOHUGEPAGE", None)
-_DONT_NEED = getattr(mmap, "MADV_DONTNEED", None)
+DONT_NEED = getattr(mmap, "MADV_DONTNEED", None)
 
 
 def _libc_madvise() -> Any:
@@ -249,7 +177,7 @@ def advises_pages() -> bool:
     return _madvise is not None
 
 
-def _advise(address: int, length: int, advice: int | None) -> None:
+def advise(address: int, length: int, advice: int | None) -> None:
     """``madvise`` the whole 4 KB pages of ``[address, address + length)``, where it can; a
     refusal (a kernel without transparent huge pages) changes nothing but speed."""
     start = -(-address // SMALL_PAGE) * SMALL_PAGE

@@ -40,7 +40,8 @@ from ._design_choice import design_for_size, starting_design
 from ._dropping import Compaction
 from ._key_lookup import KeyArrays, KeyLookup
 from ._merge import BufferedTables
-from ._pages import one_call, release_all, take_turn
+from ._pages import one_call, take_turn
+from ._release import release_all
 from ._sketches import SketchStore
 from ._growable import GrowableArray
 from ._storage import KeyStore, entry_columns, fingerprint_array
