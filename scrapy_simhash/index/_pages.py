@@ -96,8 +96,9 @@ class PageToucher:
     loop over 1 GiB freed and reported before; 0.23-0.26 ms in either kind of page where the
     memory was touched before). Each 2 MB touched is then given back to huge pages
     (``MADV_HUGEPAGE``), which the kernel's ``khugepaged`` collapses it into in the background,
-    off this thread: the index's reads keep their huge pages (at 10M rows a check's probe took
-    8.6 us on huge pages, 9.9 on 4 KB ones).
+    off this thread: the tables, which merges fill whole, get their huge pages back (at 10M
+    rows a check's probe took 8.6 us on huge pages, 9.9 on 4 KB ones); a column's room past
+    its rows stays on 4 KB pages, faulted in by the appends that fill it.
     """
 
     def __init__(self, array: npt.NDArray[Any]) -> None:

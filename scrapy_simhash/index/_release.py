@@ -49,7 +49,7 @@ _releasing = threading.Lock()
 def release_later(holder: object) -> None:
     """Hand the memory of *holder*'s large arrays (itself, or those its attributes hold, three
     levels down) back to the kernel a slice per :func:`release_step`, when no one else holds
-    them. Freed at once where it dropped them, an array :class:`PageToucher` faulted in 4 KB
+    them. Freed at once where it dropped them, an array :class:`._pages.PageToucher` faulted in 4 KB
     pages (before ``khugepaged`` collapsed them) held that call ~0.08 ms a MB: 26 ms for a
     10M-row index's keys at a compaction's end. Only inside an index's call (:func:`one_call`),
     whose upkeep frees a slice a call: a bulk load's or a lookup's arrays go at once, as they
