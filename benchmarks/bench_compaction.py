@@ -114,19 +114,27 @@ def timed_calls(
             "memory": memory, "under_way": np.array(under_way), "collections": collections}
 
 
-def report(name: str, timings: np.ndarray, under_way: np.ndarray) -> str:
+#: The first and the last call a compaction was under way for, or None.
+Span = tuple[int, int] | None
+
+
+def compaction_span(under_way: np.ndarray) -> Span:
+    steps = np.flatnonzero(under_way)
+    return (int(steps[0]), int(steps[-1])) if len(steps) else None
+
+
+def report(name: str, timings: np.ndarray, span: Span) -> str:
     p50, p99 = np.percentile(timings, [50, 99])
-    return (f"{name}: longest {timings.max() / 1000:.2f} ms ({where(int(timings.argmax()), under_way)}),"
+    return (f"{name}: longest {timings.max() / 1000:.2f} ms ({where(int(timings.argmax()), span)}),"
             f" {int((timings > 10_000).sum())} over 10 ms, p50 {p50:.1f} us, p99 {p99:.1f} us")
 
 
-def phases_p50(timings: np.ndarray, under_way: np.ndarray) -> str:
+def phases_p50(timings: np.ndarray, span: Span) -> str:
     """p50 CPU time of the calls before the compaction and of those after its end (its new
     columns, faulted in 4 KB pages, on huge pages again once ``khugepaged`` collapses them)."""
-    steps = np.flatnonzero(under_way)
-    if not len(steps):
+    if span is None:
         return "p50 CPU time: no compaction among the calls"
-    before, after = timings[: steps[0]], timings[steps[-1] + 1 :]
+    before, after = timings[: span[0]], timings[span[1] + 1 :]
     return f"p50 CPU time before the compaction {_median(before)}, after its end {_median(after)}"
 
 
@@ -134,14 +142,13 @@ def _median(timings: np.ndarray) -> str:
     return f"{np.median(timings):.1f} us ({len(timings):,} calls)" if len(timings) else "none"
 
 
-def where(call: int, under_way: np.ndarray) -> str:
+def where(call: int, span: Span) -> str:
     """Call *call* against the compaction: before it, during it, or how many calls after its end."""
-    steps = np.flatnonzero(under_way)
-    if not len(steps) or call < steps[0]:
+    if span is None or call < span[0]:
         return f"call {call:,}, before the compaction"
-    if call <= steps[-1]:
+    if call <= span[1]:
         return f"call {call:,}, during the compaction"
-    return f"call {call:,}, {call - steps[-1]:,} calls after the compaction's end"
+    return f"call {call:,}, {call - span[1]:,} calls after the compaction's end"
 
 
 def main() -> None:
@@ -164,9 +171,10 @@ def main() -> None:
     print(f"replace_if_new x {args.calls:,} (changed pages, {args.wildcard_bits} wildcard bits, a sketch,"
           f" {args.pause_us:g} us apart);"
           f" a compaction under way for {calls['compacting']:,} of them")
-    print("  " + report("CPU time", calls["cpu_us"], calls["under_way"]))
-    print("  " + report("wall time", calls["wall_us"], calls["under_way"]))
-    print("  " + phases_p50(calls["cpu_us"], calls["under_way"]))
+    span = compaction_span(calls["under_way"])
+    print("  " + report("CPU time", calls["cpu_us"], span))
+    print("  " + report("wall time", calls["wall_us"], span))
+    print("  " + phases_p50(calls["cpu_us"], span))
     full = [seconds * 1000 for seconds, generation in calls["collections"] if generation == 2]
     print(f"  garbage collections during the calls: {len(calls['collections']):,}, {len(full)} of them full"
           f" (the longest {max(full, default=0):.2f} ms)")

@@ -155,8 +155,6 @@ def test_a_growing_column_faults_in_each_page_of_its_copy_in_an_append_alone(mon
     assert sum(touched) >= 3 and not column._next_pages  # (the copy done: 5.4 MB, a page an append)
 
 
-
-
 @pytest.mark.parametrize("bulk_values", [10_000, 20_000])  # (over a row's 4 KB: copied, not touched)
 def test_a_bulk_extend_while_a_column_moves_leaves_no_value_to_a_later_page_touch(bulk_values: int) -> None:
     """A bulk extend copies a slice into the larger copy without touching its pages; the

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._pages import PageToucher, take_turn
-from ._release import release_later, release_step
+from ._release import release_later
 
 # GrowableArray grows by 1/8 (slack, hence memory, stays small: at most ~9.6 bytes a
 # fingerprint for 8) and moves to its larger copy a slice per append, starting when
@@ -98,9 +98,7 @@ class GrowableArray:
         self._move(appended)
 
     def _move(self, appended: int) -> None:
-        """Copy a slice into the larger array (starting one when 1/16 of the room is left);
-        and hand back a slice of the memory of arrays dropped before (:func:`._release.release_step`)."""
-        release_step()
+        """Copy a slice into the larger array (starting one when 1/16 of the room is left)."""
         if self._next is None:
             if len(self._data) - self._size > len(self._data) // 16:
                 return

@@ -125,11 +125,7 @@ class PageToucher:
         end = stop * self._itemsize
         if end <= self._next:
             return
-        start = self._next
-        if end <= self._first_page:
-            self._next = self._first_page
-        else:
-            self._next = self._first_page + -(-(end - self._first_page) // HUGE_PAGE) * HUGE_PAGE
+        start, self._next = self._next, self._page_at_or_after(end)
         self._to_huge_pages(start)
 
     def touch_next(self, stop: int) -> bool:
@@ -137,11 +133,16 @@ class PageToucher:
         *stop*: whether there was one."""
         if not self.needs_touch(stop):
             return False
-        start = self._next
-        self._next = self._first_page if start < self._first_page else start + HUGE_PAGE
+        start, self._next = self._next, self._page_at_or_after(self._next + 1)
         self._bytes[start : self._next : SMALL_PAGE] = 0  # (values the steps that fill them overwrite)
         self._to_huge_pages(start)
         return True
+
+    def _page_at_or_after(self, offset: int) -> int:
+        """Where the first huge page that begins at byte *offset* or after it begins."""
+        if offset <= self._first_page:
+            return self._first_page
+        return self._first_page + -(-(offset - self._first_page) // HUGE_PAGE) * HUGE_PAGE
 
     def _to_huge_pages(self, start: int) -> None:
         """Give the whole huge pages from byte *start* to :attr:`_next` (filled or touched now)
