@@ -8,7 +8,6 @@ import hashlib
 import json
 import re
 from typing import TYPE_CHECKING, Any, NamedTuple
-from urllib.parse import urlsplit
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
@@ -77,7 +76,7 @@ class SimhashPipeline:
         found: CarriedPage | FingerprintResult | None = page or self._fingerprint(adapter, key)
         if found is None or found.fingerprint is None:
             return item
-        host = urlsplit(key).hostname or ""
+        host = self._checker.host_of(key)
         try:
             match = await self._checker.check(found.fingerprint, key, host, found.wildcard, found.sketch)
         except IndexUnavailableError as exc:

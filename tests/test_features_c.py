@@ -162,6 +162,32 @@ def test_c_votes_are_numpy_votes(hashes: list[int], kind: str, rng: object) -> N
 
 
 @needs_c
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([0.0, -0.0, 0.5, -0.5, 1e-9, float("nan"), float("inf")]) | st.floats(-2, 2),
+             min_size=64, max_size=64),
+    st.integers(0, 64),
+)
+def test_c_weakest_bits_are_the_python_ones(margins: list[float], count: int) -> None:
+    # Ties (equal and opposite margins, signed zeros) and NaN: the stable argsort's order.
+    values = np.array(margins, dtype=np.float64)
+    expected = fingerprint._weakest_bits_in_python(values, count)
+    assert BUILT.weakest_bits(values, count) == expected
+    assert fingerprint.weakest_bits(values, count) == expected
+    assert expected.bit_count() == count
+
+
+@needs_c
+def test_c_weakest_bits_refuse_what_they_cannot_read() -> None:
+    with pytest.raises(ValueError, match="64 float64"):
+        BUILT.weakest_bits(np.zeros(63), 3)
+    with pytest.raises(ValueError, match="between 0 and 64"):
+        BUILT.weakest_bits(np.zeros(64), 65)
+    with pytest.raises(TypeError, match="8-byte items"):
+        BUILT.weakest_bits(np.zeros(64, dtype=np.float32), 3)
+
+
+@needs_c
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=600, unique=True),

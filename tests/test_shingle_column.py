@@ -48,6 +48,24 @@ def test_a_sketch_store_gives_back_whole_sketches() -> None:
     assert one_by_one.nbytes >= sum(len(sketch) - 32 for sketch in sketches if sketch)
 
 
+@pytest.mark.parametrize("count", [1, 3, 16, 17, 40])  # Python's ints up to 16 rows, NumPy past them
+def test_sketch_distances_count_the_differing_bits_of_each_row(count: int) -> None:
+    rng = np.random.default_rng(count)
+    sketches = [page_sketch(rng.integers(0, 2**63, 300, dtype=np.uint64)) for _ in range(count)]
+    sketches[2::4] = [None] * len(sketches[2::4])  # rows stored without one: -1
+    store = SketchStore.from_sketches(sketches)
+    query = page_sketch(rng.integers(0, 2**63, 300, dtype=np.uint64))
+    rows = rng.permutation(count).astype(np.intp)
+    expected = [
+        -1 if sketches[row] is None
+        else sum(bin(a ^ b).count("1") for a, b in zip(sketches[row][:32], query[:32]))
+        for row in rows.tolist()
+    ]
+    assert store.distances(rows, query) == expected
+    own = [row for row in rows.tolist() if sketches[row] is not None]
+    assert store.distances(np.array(own, dtype=np.intp), sketches[own[0]])[0] == 0
+
+
 def overlapping(rng: random.Random, base: list[int], jaccard: float) -> np.ndarray:
     """A set sharing about *jaccard* of its union with *base*."""
     keep = round(len(base) * 2 * jaccard / (1 + jaccard))

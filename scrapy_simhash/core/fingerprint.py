@@ -103,6 +103,14 @@ def weakest_bits(margins: npt.NDArray[np.floating], count: int) -> int:
     """
     if not 0 <= count <= FINGERPRINT_BITS:
         raise ValueError(f"count must be between 0 and {FINGERPRINT_BITS}, not {count}")
+    if _features is not None and isinstance(margins, np.ndarray) and margins.dtype == np.float64:
+        # The same mask (tests/test_features_c.py), without NumPy's argsort and a Python loop.
+        return int(_features.weakest_bits(np.ascontiguousarray(margins), count))
+    return _weakest_bits_in_python(margins, count)
+
+
+def _weakest_bits_in_python(margins: npt.NDArray[np.floating], count: int) -> int:
+    """:func:`weakest_bits` in Python: the specification of its C path."""
     per_quarter = -(-count // 4)
     taken = [0, 0, 0, 0]
     mask = 0

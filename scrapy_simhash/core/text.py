@@ -197,13 +197,16 @@ def page_title(root: etree._Element) -> str:
     >>> page_title(parse_html("<title>Exceptions Namespace Reference</title><p>Hi</p>", strip_invisible=False))
     'Exceptions Namespace Reference'
     """
-    return root.findtext("head/title") or ""
+    # (Children by tag, in C: ElementPath's "head/title" costs twice as much a page.)
+    for head in root.iterchildren("head"):
+        for title in head.iterchildren("title"):
+            return title.text or ""
+    return ""
 
 
 def body_of(root: etree._Element) -> etree._Element:
     """The page's ``<body>``, or the root when it has none."""
-    body = root.find("body")
-    return root if body is None else body
+    return next(root.iterchildren("body"), root)
 
 
 def strip_invisible_elements(root: etree._Element) -> None:

@@ -23,6 +23,8 @@ from ._pages import PageToucher
 from ._renumbering import Renumbering
 
 _LITTLE_ENDIAN = sys.byteorder == "little"
+#: Up to this many rows, :meth:`SketchStore.distances` counts bits in Python's ints.
+_FEW_ROWS = 16
 
 
 class ShingleColumn:
@@ -178,12 +180,20 @@ class SketchStore:
         words = self.rows[row]
         return words.tobytes() + self.shingles(row) if words.any() else None
 
-    def distances(self, rows: npt.NDArray[np.intp], sketch: bytes) -> npt.NDArray[np.int64]:
+    def distances(self, rows: npt.NDArray[np.intp], sketch: bytes) -> list[int]:
         """Bits in which each row's sketch differs from *sketch*; -1 for rows without one."""
         stored = self.rows[rows]
-        differing = np.bitwise_count(stored ^ _sketch_words(sketch)).sum(axis=1, dtype=np.int64)
-        differing[~stored.any(axis=1)] = -1
-        return differing
+        if len(rows) > _FEW_ROWS:
+            differing = np.bitwise_count(stored ^ _sketch_words(sketch)).sum(axis=1, dtype=np.int64)
+            differing[~stored.any(axis=1)] = -1
+            return differing.tolist()  # type: ignore[no-any-return]
+        # A check's handful of rows: in Python's ints, 256 bits each, where NumPy's calls cost
+        # more than the rows.
+        query = int.from_bytes(sketch[:SKETCH_BYTES], "little")
+        data = stored.astype("<u8", copy=False).tobytes()
+        starts = range(0, len(data), SKETCH_BYTES)
+        found = (int.from_bytes(data[start : start + SKETCH_BYTES], "little") for start in starts)
+        return [(words ^ query).bit_count() if words else -1 for words in found]
 
     def confirm(
         self, rows: npt.NDArray[np.intp], sketch: bytes, confirmation: Confirmation
@@ -192,7 +202,7 @@ class SketchStore:
         ``(True, None)`` for rows stored without one (:meth:`SimhashIndex.confirm`)."""
         query_shingles = shingles_of(sketch) if is_exact(sketch) else None
         verdicts: list[tuple[bool, float | None]] = []
-        for row, differing in zip(rows.tolist(), self.distances(rows, sketch).tolist()):
+        for row, differing in zip(rows.tolist(), self.distances(rows, sketch)):
             if differing < 0:  # stored without a sketch: the fingerprints alone decide
                 verdicts.append((True, None))
                 continue

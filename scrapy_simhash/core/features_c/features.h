@@ -9,7 +9,8 @@
  *   blake2b.c  the hash itself (RFC 7693)
  *   shingles.c token hashes -> shingle hashes, sorted and counted
  *   page.c     TokenTable.shingle_counts: the steps above for one page, scratch kept
- *   votes.c    simhash_votes: shingle hashes and weights -> fingerprint and margins
+ *   votes.c    simhash_votes: shingle hashes and weights -> fingerprint and margins;
+ *              weakest_bits: margins -> the wildcard mask
  *   sketch.c   minwise_sketch: distinct shingle hashes -> the page's 32-byte sketch
  *   type.c     the TokenTable type; module.c the module
  * Every symbol shared between files is `features_`-prefixed and hidden (not exported
@@ -162,6 +163,7 @@ INTERNAL PyObject *features_count_distinct(const uint64_t *sorted, size_t n, Py_
 INTERNAL int features_reserve(void **buffer, size_t *size, size_t count, size_t item);
 INTERNAL PyObject *features_shingle_counts(TokenTable *self, PyObject *const *args, Py_ssize_t nargs);
 INTERNAL PyObject *features_simhash_votes(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+INTERNAL PyObject *features_weakest_bits(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 INTERNAL PyObject *features_minwise_sketch(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 INTERNAL extern PyTypeObject features_TokenTableType;
 

@@ -1,5 +1,5 @@
 /* The module scrapy_simhash.core._features: its functions (set_script_classes, classes.c;
- * simhash_votes, votes.c; minwise_sketch, sketch.c) and the TokenTable type (type.c).
+ * simhash_votes and weakest_bits, votes.c; minwise_sketch, sketch.c) and the TokenTable type (type.c).
  *
  * It is optional: scrapy_simhash.core.features and .fingerprint fall back to the Python
  * path, with the same results, when it was not built. The tokens are those of
@@ -16,6 +16,9 @@ static PyMethodDef methods[] = {
      "simhash_votes($module, hashes, weights, /)\n--\n\n"
      "(fingerprint, 64 float64 margins in a bytearray) of uint64 hashes and float64 weights,\n"
      "or None when a weight is not a multiple of 1/1024 (or they are too large to sum exactly)."},
+    {"weakest_bits", (PyCFunction)(void (*)(void))features_weakest_bits, METH_FASTCALL,
+     "weakest_bits($module, margins, count, /)\n--\n\n"
+     "The mask of the count weakest of 64 float64 margins, spread over the quarters (fingerprint.weakest_bits)."},
     {"minwise_sketch", (PyCFunction)(void (*)(void))features_minwise_sketch, METH_FASTCALL,
      "minwise_sketch($module, hashes, /)\n--\n\n"
      "The 32-byte minwise sketch of a non-empty buffer of uint64 shingle hashes (sketch.minwise_sketch)."},

@@ -1,5 +1,6 @@
 /* simhash_votes(hashes, weights): a page's weighted shingle hashes -> its 64-bit SimHash
- * (Charikar 2002) and each bit's margin, fingerprint.simhash_margins()'s C path.
+ * (Charikar 2002) and each bit's margin, fingerprint.simhash_margins()'s C path; and
+ * weakest_bits(margins, count), fingerprint.weakest_bits()'s.
  *
  * Bit for bit the same as the NumPy path: weights are whole multiples of 1/1024, so the
  * sums are exact integers here; when they are not (or too large), it returns None and
@@ -129,4 +130,61 @@ features_simhash_votes(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     PyBuffer_Release(&hashes);
     PyBuffer_Release(&weights);
     return result;
+}
+
+/* Whether |x| sorts before |y|: NumPy's order, NaN last. */
+static int
+weaker(double x, double y)
+{
+    return !isnan(x) && (isnan(y) || fabs(x) < fabs(y));
+}
+
+/* The mask of the `count` bits of smallest |margin| (ties: the lower bit), at most
+ * ceil(count / 4) in each 16-bit quarter: fingerprint.weakest_bits() bit for bit (its
+ * stable argsort is this insertion sort's order), without NumPy's calls. */
+PyObject *
+features_weakest_bits(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "weakest_bits takes 2 arguments (margins, count)");
+        return NULL;
+    }
+    long count = PyLong_AsLong(args[1]);
+    if (count == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (count < 0 || count > 64) {
+        PyErr_SetString(PyExc_ValueError, "count must be between 0 and 64");
+        return NULL;
+    }
+    Py_buffer view;
+    if (get_array(args[0], &view, "d", "margins") < 0) {
+        return NULL;
+    }
+    if (view.len != 64 * (Py_ssize_t)sizeof(double)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "margins must hold 64 float64");
+        return NULL;
+    }
+    const double *margin = view.buf;
+    int order[64];
+    for (int b = 0; b < 64; b++) {
+        int i = b;
+        for (; i > 0 && weaker(margin[b], margin[order[i - 1]]); i--) {
+            order[i] = order[i - 1];
+        }
+        order[i] = b;
+    }
+    PyBuffer_Release(&view);
+    long per_quarter = (count + 3) / 4;
+    long taken[4] = {0, 0, 0, 0};
+    uint64_t mask = 0;
+    for (int i = 0; i < 64 && count > 0; i++) {
+        int bit = order[i];
+        if (taken[bit >> 4] < per_quarter) {
+            taken[bit >> 4]++, mask |= (uint64_t)1 << bit, count--;
+        }
+    }
+    return PyLong_FromUnsignedLongLong(mask);
 }
