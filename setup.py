@@ -5,7 +5,7 @@ install goes on and the same code runs in Python (same results, slower):
 
 - ``scrapy_simhash.index._scan`` (``index/scan_c/``): the index probe (else NumPy);
 - ``scrapy_simhash.core._features`` (``core/features_c/``): tokens -> shingle hashes and
-  counts, and SimHash votes (else regex + NumPy);
+  counts, SimHash votes and the wildcard's weakest bits (else regex + NumPy);
 - ``scrapy_simhash.core._extract`` (``core/extract_c/``): main-content extraction on lxml's
   tree (else lxml calls from Python). It reads libxml2's nodes directly, with the
   headers lxml ships, so lxml is a build requirement (pyproject.toml).
