@@ -289,9 +289,53 @@ def test_every_dev_corpus_page_gives_the_python_blocks() -> None:
         for line in lines:
             page = json.loads(line)
             c_blocks, python_blocks = both_ways(page["html"].encode())
-            if c_blocks != python_blocks:
+            root = text.parse_html(page["html"], strip_invisible=False)
+            if c_blocks != python_blocks or BUILT.page_title(root) != text.page_title(root):
                 differing.append(page["id"])
     assert differing == []
+
+
+# ---- The page's <title> (text.page_title) --------------------------------------------
+
+_HTML_TITLES = [
+    "<title>Exceptions Namespace Reference</title><p>Hi",
+    "<title>a &amp; b &lt;c&gt; &#x4e2d;&eacute;</title>",
+    "<title>a<!-- not a comment in a title -->b <b>no element either</b></title>",
+    "<title></title><p>empty", "<p>none", "<html><body><title>in the body</title></body></html>",
+    "<html><head></head><head><title>the second head's</title></head></html>",
+    "<head><title>one</title><title>two</title></head>",
+    "<title>  spaces\n and lines  </title>", "<title>" + "long " * 5000 + "</title>",
+]
+_XML_TITLES = [
+    "<html><head><title>a<![CDATA[ <b>c</b> ]]>d<i>stops here</i>e</title></head></html>",
+    "<html><head><title><i>starts with an element</i>tail</title></head></html>",
+    "<html><head><title>a<!--comment-->b</title></head></html>",
+    '<html xmlns="http://www.w3.org/1999/xhtml"><head><title>namespaced: none</title></head></html>',
+    '<!DOCTYPE html [<!ENTITY e "x">]><html><head><title>a&e;b</title></head></html>',
+]
+
+
+@needs_c
+@pytest.mark.parametrize("page", _HTML_TITLES)
+def test_the_c_title_is_lxmls_of_html(page: str) -> None:
+    root = text.parse_html(page, strip_invisible=False)
+    assert BUILT.page_title(root) == text.page_title(root) == content.read_title(root)
+
+
+@needs_c
+@pytest.mark.parametrize("page", _XML_TITLES)
+def test_the_c_title_is_lxmls_of_xml(page: str) -> None:
+    # Text, CDATA, then the first other node (an element, a comment, an entity) ends it.
+    root = etree.fromstring(page, etree.XMLParser(resolve_entities=False))
+    assert BUILT.page_title(root) == text.page_title(root)
+
+
+@needs_c
+def test_the_c_title_refuses_what_is_not_an_element() -> None:
+    with pytest.raises(TypeError, match="lxml element"):
+        BUILT.page_title("<title>x</title>")
+    comment = etree.Comment("x")
+    assert content.read_title(comment) == text.page_title(comment) == ""  # (Unsupported: Python reads it)
 
 
 # ---- Normalised blocks (text.normalize_blocks) ---------------------------------------

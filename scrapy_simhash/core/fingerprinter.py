@@ -108,7 +108,7 @@ class Fingerprinter:
     def _raw_blocks(self, html: bytes | str, encoding: str | None, url: str | None) -> tuple[list[str], str]:
         """The extractor's blocks of a page, and its title (read first: it is in <head>)."""
         root = text.parse_html(html, encoding=encoding, strip_invisible=False)
-        title = text.page_title(root)
+        title = content.read_title(root)
         if self._extract is content.extract_main_blocks:
             # (Which leaves invisible elements out itself, in C, without a walk of the tree.)
             return content.extract_main_blocks(root, url, title=title), title
@@ -135,7 +135,7 @@ class Fingerprinter:
         except text.NotHtmlError as exc:
             return FingerprintResult(None, skip_reason=exc.reason)
         root = tree() if whole else None
-        title = text.page_title(root) if root is not None else None
+        title = content.read_title(root) if root is not None else None
         raw = content.extract_leaving_tree(root, url, title=title) if root is not None else None
         if raw is None or title is None:
             return self.from_html(html, url=url)

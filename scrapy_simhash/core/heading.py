@@ -34,7 +34,7 @@ from lxml import etree
 
 from . import boilerplate
 from .names import BY_NAME, BY_ROLE
-from .text import INVISIBLE_TAGS
+from .text import INVISIBLE_TAGS, body_of
 
 #: What sites put between a page's heading and their name in its <title> (the
 #: fingerprinter's separators less the comma); a separator has a space beside it, so that
@@ -86,11 +86,12 @@ def _file_name(after_path: str) -> str | None:
     return words[0] if words and _FILE_NAME.fullmatch(words[0]) else None
 
 
-def heading_texts(body: etree._Element, title: str) -> tuple[str, ...]:
+def heading_texts(root: etree._Element, title: str) -> tuple[str, ...]:
     """What may show the page's heading: the parts of its *title* (:func:`title_parts`) or,
-    for a page without one, of the text of its first visible element named ``title`` by
-    its class or id (Doxygen's ``<div class="title">``, where a site's own page header left
-    out the ``<title>``), with no child element but line breaks and not in a link.
+    for a page without one, of the text of the first visible element in the body of *root*
+    (the page) named ``title`` by its class or id (Doxygen's ``<div class="title">``, where a
+    site's own page header left out the ``<title>``), with no child element but line breaks
+    and not in a link. (The body is found only then: most pages have a title.)
 
     Asked of the whole tree, before anything is stripped (comments, invisible elements,
     digests), by the C and the Python extraction alike. Only the exact name: a
@@ -98,7 +99,7 @@ def heading_texts(body: etree._Element, title: str) -> tuple[str, ...]:
     """
     if title.strip():
         return title_parts(title)
-    for element in body.iter(etree.Element):  # (a walk that stops at the first: cheaper than an XPath)
+    for element in body_of(root).iter(etree.Element):  # (a walk that stops at the first: cheaper than an XPath)
         if not _named_title(element):
             continue
         if any(node.tag in INVISIBLE_TAGS or node.tag == "a" for node in (element, *element.iterancestors())):

@@ -291,6 +291,11 @@ INTERNAL int extract_same_target(const Anchored *a, const Anchored *b);
 INTERNAL int extract_anchored_links(const xmlNode *root, const char *own, Anchored **links);
 INTERNAL int extract_find_digests(const xmlNode *root, const char *own, const xmlNode **parts);
 
+/* ---- The page's <title> and <body> (title.c) ---- */
+
+INTERNAL const xmlNode *extract_body_of(const xmlNode *root);
+INTERNAL PyObject *extract_page_title(const xmlNode *root);
+
 /* ---- Normalised blocks (collapse.c) ---- */
 
 INTERNAL PyObject *extract_collapse_blocks(PyObject *module, PyObject *args);

@@ -1,4 +1,5 @@
-/* The module: configure() takes the rules from Python, main_blocks() runs them.
+/* The module: configure() takes the rules from Python, main_blocks() runs them;
+ * page_title() reads the page's <title> for it.
  *
  * lxml's _Element is {PyObject_HEAD; _Document _doc; xmlNode *_c_node; ...}, public C
  * API since lxml 2 (lxml/includes/etreepublic.pxd); the node layout is libxml2's
@@ -20,16 +21,29 @@ Rules extract_rules;
 PyObject *extract_unsupported;
 static PyTypeObject *element_type; /* lxml.etree._Element */
 
-/* root.find("body"), or the root. */
+/* The node of the lxml element `root`, or NULL with an exception. */
 static const xmlNode *
-find_body(const xmlNode *root)
+element_node(PyObject *root)
 {
-    for (const xmlNode *child = root->children; child != NULL; child = child->next) {
-        if (extract_is_named(child, "body")) {
-            return child;
-        }
+    if (!PyObject_TypeCheck(root, element_type)) {
+        PyErr_Format(PyExc_TypeError, "root must be an lxml element, not %.100s", Py_TYPE(root)->tp_name);
+        return NULL;
     }
-    return root;
+    const xmlNode *node = ((LxmlElement *)root)->c_node;
+    if (node == NULL || node->type != XML_ELEMENT_NODE) {
+        PyErr_SetString(extract_unsupported, "not an element node");
+        return NULL;
+    }
+    return node;
+}
+
+/* text.page_title(root), read from libxml2's nodes (title.c). */
+static PyObject *
+page_title(PyObject *module, PyObject *root)
+{
+    (void)module;
+    const xmlNode *node = element_node(root);
+    return node ? extract_page_title(node) : NULL;
 }
 
 /* The kept elements, in order (the page's heading, if the descent lost it; those left
@@ -115,13 +129,8 @@ main_blocks(PyObject *module, PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
         return NULL;
     }
-    if (!PyObject_TypeCheck(root, element_type)) {
-        PyErr_Format(PyExc_TypeError, "root must be an lxml element, not %.100s", Py_TYPE(root)->tp_name);
-        return NULL;
-    }
-    const xmlNode *node = ((LxmlElement *)root)->c_node;
-    if (node == NULL || node->type != XML_ELEMENT_NODE) {
-        PyErr_SetString(extract_unsupported, "not an element node");
+    const xmlNode *node = element_node(root);
+    if (node == NULL) {
         return NULL;
     }
     const xmlNode *digests[MAX_DIGESTS];
@@ -129,7 +138,7 @@ main_blocks(PyObject *module, PyObject *args)
     if (n_digests < 0) {
         return NULL;
     }
-    const xmlNode *body = find_body(node);
+    const xmlNode *body = extract_body_of(node);
     Tree own_tree = {0}, *tree = kept_tree_in_use ? &own_tree : &kept_tree;
     kept_tree_in_use = 1;
     tree->n_events = tree->n_elements = tree->n_texts = 0;
@@ -209,6 +218,7 @@ static PyMethodDef methods[] = {
     {"main_blocks", main_blocks, METH_VARARGS,
      "main_blocks(root, own=None, parts=()): content.extract_main_blocks(root, url) without modifying the tree; "
      "own is digests.page_document(url), parts the title's (heading.title_parts, UTF-8)."},
+    {"page_title", page_title, METH_O, "page_title(root): text.page_title(root), read from libxml2's nodes."},
     {"configure_digests", configure_digests, METH_VARARGS,
      "configure_digests(min_entries, cover, max_chars_per_link): the constants of digests.py."},
     {"collapse_blocks", extract_collapse_blocks, METH_VARARGS,
