@@ -23,6 +23,7 @@ STAGES: dict[str, tuple[tuple[str, str, str], ...]] = {
     "parse": (("scrapy.http.response.text", "TextResponse", "selector"),),
     "extraction": (
         ("scrapy_simhash.core.content", "", "extract_leaving_tree"),
+        ("scrapy_simhash.core.content", "", "read_title"),
         ("scrapy_simhash.core.text", "", "page_title"),
         ("scrapy_simhash.core.text", "", "check_html"),
     ),

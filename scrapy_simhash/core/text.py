@@ -197,7 +197,7 @@ def page_title(root: etree._Element) -> str:
     >>> page_title(parse_html("<title>Exceptions Namespace Reference</title><p>Hi</p>", strip_invisible=False))
     'Exceptions Namespace Reference'
     """
-    # (Children by tag, in C: ElementPath's "head/title" costs twice as much a page.)
+    # (Children by tag: ElementPath's "head/title" costs a third more. content.read_title reads it in C.)
     for head in root.iterchildren("head"):
         for title in head.iterchildren("title"):
             return title.text or ""
