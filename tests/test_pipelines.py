@@ -78,6 +78,19 @@ def test_distinct_items_are_kept() -> None:
     assert stats(pipe)["simhash/items/kept"] == 2
 
 
+def test_with_an_index_per_host_a_copy_on_another_host_is_kept_and_a_malformed_url_is_checked() -> None:
+    pipe = pipeline(SIMHASH_ITEM_FIELDS=["body"], SIMHASH_MIN_TOKENS=10, SIMHASH_SCOPE="domain")
+    process(pipe, {"url": "http://a.example/1", "body": TEXT})
+    process(pipe, {"url": "http://b.example/1", "body": TEXT})  # b's own index: kept
+    with pytest.raises(NearDuplicateItem):
+        process(pipe, {"url": "http://a.example/2", "body": TEXT})
+    # urlsplit raises ValueError on it: checked in the index of no host, not an error.
+    process(pipe, {"url": "http://[::1/x", "body": TEXT})
+    with pytest.raises(NearDuplicateItem):
+        process(pipe, {"url": "http://[::1/y", "body": TEXT})
+    assert stats(pipe)["simhash/items/kept"] == 3
+
+
 def test_fields_are_joined_and_html_is_read_as_html() -> None:
     pipe = pipeline(SIMHASH_ITEM_FIELDS=["title", "html"])
     process(pipe, {"url": "http://a.example/jupiter", "title": "Jupiter", "html": ARTICLE_HTML})
