@@ -68,21 +68,21 @@ def in_call() -> bool:
 def take_release_turn() -> bool:
     """Whether a slice of dropped memory may be handed back now (:mod:`._release`): once a
     call, besides its turn of upkeep; any time outside one."""
-    if not in_call():
-        return True
-    if _call.released:
-        return False
-    _call.released = True
-    return True
+    return _first_in_call("released")
 
 
 def take_turn() -> bool:
     """Whether a unit of upkeep may run now: the first asked in a call, and any outside one."""
-    if not getattr(_call, "depth", 0):
+    return _first_in_call("spent")
+
+
+def _first_in_call(turn: str) -> bool:
+    """Whether this call has not taken its *turn* yet (and takes it now); True outside a call."""
+    if not in_call():
         return True
-    if _call.spent:
+    if getattr(_call, turn):
         return False
-    _call.spent = True
+    setattr(_call, turn, True)
     return True
 
 

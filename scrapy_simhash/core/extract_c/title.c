@@ -44,21 +44,16 @@ text_or_skip(const xmlNode *node)
 static PyObject *
 text_of(const xmlNode *element)
 {
-    size_t size = 0;
+    Buffer joined = {0};
     for (const xmlNode *node = text_or_skip(element->children); node; node = text_or_skip(node->next)) {
-        size += node->content ? strlen((const char *)node->content) : 0;
+        const char *content = (const char *)node->content;
+        if (content != NULL && extract_append(&joined, content, (Py_ssize_t)strlen(content)) < 0) {
+            PyMem_Free(joined.data);
+            return NULL;
+        }
     }
-    PyObject *joined = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
-    if (joined == NULL) {
-        return NULL;
-    }
-    char *at = PyBytes_AS_STRING(joined);
-    for (const xmlNode *node = text_or_skip(element->children); node; node = text_or_skip(node->next)) {
-        size_t length = node->content ? strlen((const char *)node->content) : 0;
-        memcpy(at, node->content, length), at += length;
-    }
-    PyObject *text = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(joined), (Py_ssize_t)size, NULL);
-    Py_DECREF(joined);
+    PyObject *text = PyUnicode_DecodeUTF8(joined.data ? joined.data : "", joined.length, NULL);
+    PyMem_Free(joined.data);
     return text;
 }
 
