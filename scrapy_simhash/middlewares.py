@@ -107,6 +107,10 @@ class SimhashMiddleware:
         return cls(crawler)
 
     async def process_response(self, request: Request, response: Response) -> Response:
+        # A verdict already in the meta is another page's: a callback that passes
+        # ``meta=response.meta`` on (or a retry's copy) would have this response's items
+        # dropped for it. Only this response's own check may set one.
+        request.meta.pop(META_KEY, None)
         if request.meta.get("dont_simhash"):
             self._checker.count("skipped/dont_simhash")
             return response

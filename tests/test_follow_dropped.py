@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import RecordingSpider, crawl, local_url
@@ -133,3 +135,34 @@ def test_a_chain_of_siblings_is_followed_one_step_only(calendar_site: str) -> No
     assert crawler.stats.get_value("response_received_count") == 3
     everything, _, _ = _crawl(calendar_site, "always")
     assert everything.stats.get_value("simhash/dropped/followed") == 39  # the whole trap
+
+
+class MetaPassingSpider(RecordingSpider):
+    """Follows the links of HTML pages, and from each asks its ``data.json`` with
+    ``meta=response.meta``, as spiders pass context on: an item per JSON response."""
+
+    def parse(self, response: Any) -> Iterator[Any]:
+        yield from super().parse(response)
+        yield response.follow(f"{response.url}.json", callback=self.parse_data, meta=response.meta)
+
+    def parse_data(self, response: Any) -> Iterator[dict[str, str]]:
+        yield {"url": response.url, "data": response.text}
+
+
+def test_a_verdict_passed_on_in_meta_is_not_another_responses(tmp_path: Path) -> None:
+    # solver-bicg.html is a followed sibling: its meta says "duplicate of solver-cg.html".
+    # Its data.json was never checked (not HTML): its item is kept, not dropped for it.
+    site = tmp_path / "site"
+    for path, (seed, links) in SITE.items():
+        (site / path).parent.mkdir(parents=True, exist_ok=True)
+        (site / path).write_text(page("Solvers", prose(seed), links))
+        (site / f"{path}.json").write_text(f'{{"page": "{path}"}}')
+    server = start_server(site)
+    try:
+        crawler = crawl(MetaPassingSpider, start_url=f"http://127.0.0.1:{server.server_address[1]}/index.html")
+    finally:
+        server.shutdown()
+    data_items = {local_url(item["url"]) for item in crawler.spider.items if "data" in item}
+    assert "/solver-bicg.html.json" in data_items  # from the followed sibling
+    assert len(data_items) == crawler.stats.get_value("simhash/skipped/not_html")
+    assert crawler.stats.get_value("simhash/dropped/items_dropped") == 1  # solver-bicg.html's own item only
