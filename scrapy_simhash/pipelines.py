@@ -117,9 +117,35 @@ class SimhashPipeline:
 def content_key(adapter: ItemAdapter) -> str:
     """The key of an item without a ``url``: ``item-`` and a digest of its fields, the same
     in every run and crawler (a count would repeat across them and match in a shared index)."""
-    fields = {name: value for name, value in adapter.items() if name != META_KEY}
+    fields = {name: _canonical(value) for name, value in adapter.items() if name != META_KEY}
     text = json.dumps(fields, sort_keys=True, default=repr, ensure_ascii=False)
     return "item-" + hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
+
+
+def _canonical(value: Any) -> Any:
+    """*value* as JSON sorts it the same in every process: a dict's keys as the strings
+    JSON makes of them (mixed ``1`` and ``"a"`` keys cannot be sorted as they are), a set's
+    members in the order of their JSON (``repr`` of a set of str follows the process's hash
+    seed). Plain values, and dicts of str keys, stay as they are: the keys of earlier crawls."""
+    if isinstance(value, dict):
+        return {_json_key(key): _canonical(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((_canonical(item) for item in value), key=_sorting_text)
+    return value
+
+
+def _json_key(key: Any) -> str:
+    """The string JSON writes for a dict key (``1`` -> ``"1"``, ``None`` -> ``"null"``), or
+    its ``repr`` where JSON takes none (a tuple)."""
+    if isinstance(key, str):
+        return key
+    return json.dumps(key) if isinstance(key, (int, float)) or key is None else repr(key)
+
+
+def _sorting_text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=repr, ensure_ascii=False)
 
 
 class CarriedPage(NamedTuple):

@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
+import json
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 import scrapy
 from conftest import DEMO_SITE
+from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from scrapy_simhash import NearDuplicateItem, SimhashPipeline, to_hex
+from scrapy_simhash.pipelines import content_key
 
 ARTICLE_HTML = (DEMO_SITE / "articles" / "jupiter.html").read_text(encoding="utf-8")
 TEXT = (
@@ -133,3 +140,30 @@ def test_a_malformed_carried_value_is_ignored(carried: Any) -> None:
     item = {"body": TEXT, "simhash": carried}
     assert process(pipe, item) is item
     assert stats(pipe)["simhash/items/kept"] == 1
+
+
+def test_an_item_without_url_of_any_json_like_fields_has_one_key_in_every_process() -> None:
+    # Mixed dict keys made json.dumps(sort_keys=True) raise TypeError: the item was lost.
+    item = {"body": TEXT, "extra": {1: "x", "a": "y", None: 0, (2, 3): "t"}, "tags": {"moons", "jupiter", "io"}}
+    pipe = pipeline(SIMHASH_ITEM_FIELDS=["body"], SIMHASH_MIN_TOKENS=10)
+    assert process(pipe, item) is item
+    with pytest.raises(NearDuplicateItem) as raised:
+        process(pipe, {**item, "extra": {}})
+    assert raised.value.duplicate_of.startswith("item-")
+    script = (
+        "from itemadapter import ItemAdapter; from scrapy_simhash.pipelines import content_key; "
+        "print(content_key(ItemAdapter({'tags': {'moons', 'jupiter', 'io', 'europa'}, 'n': {1: 'x', 'a': 2}})))"
+    )
+    keys = {
+        subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONHASHSEED": seed},
+                       capture_output=True, text=True, check=True).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(keys) == 1 and keys.pop().startswith("item-")
+
+
+def test_the_key_of_an_item_of_plain_fields_is_the_one_earlier_releases_gave() -> None:
+    # (Stored in disk and Redis indexes by earlier crawls: it must not move.)
+    fields = {"body": TEXT, "n": 3, "parts": ["a", "b"], "meta": {"b": 1, "a": [1.5, None]}}
+    text = json.dumps(fields, sort_keys=True, default=repr, ensure_ascii=False)
+    assert content_key(ItemAdapter(fields)) == "item-" + hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
