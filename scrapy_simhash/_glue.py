@@ -22,7 +22,16 @@ from ._checked import CheckedKeys
 from ._indexes import ComponentIndexes, summary
 from ._outage import Outage
 from .core.fingerprinter import Fingerprinter, FingerprintResult, python_stages
-from .index import IndexUnavailableError, Match, SimhashIndex, Verdict, is_shared_spec, uses_disk
+from .index import (
+    IndexFormatError,
+    IndexUnavailableError,
+    Match,
+    SimhashIndex,
+    SimhashIndexError,
+    Verdict,
+    is_shared_spec,
+    uses_disk,
+)
 from .index.base import is_own_record, similarity_note
 
 if TYPE_CHECKING:
@@ -69,25 +78,30 @@ class NearDuplicateChecker:
         self._index_errors = 0  # in a row: the first is warned of, the count logged when it is back
         self._log_next_error = True
         self._outage = Outage()
+        self._unusable_hosts: set[str] = set()  # warned of (_host_index_error)
         self._open()
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         _warn_of_python_stages(logger)
 
     def _open(self) -> None:
-        """Open the index now, so a bad path or an unreachable server fails the start."""
-        if self.config.scope == "domain":
-            self._logger.info(
-                "Simhash %(kind)s index: one per host (SIMHASH_SCOPE='domain'), %(spec)s, k=%(k)d",
-                {"kind": self._kind, "spec": self.config.index or "memory", "k": self.config.max_distance},
-            )
-            return
+        """Open the index now (or, with one per host, the store they share), so a bad path,
+        a store made with other options or an unreachable server fails the start."""
         try:
+            if self.config.scope == "domain":
+                self._indexes.check_store()
+                self._logger.info(
+                    "Simhash %(kind)s index: one per host (SIMHASH_SCOPE='domain'), %(spec)s, k=%(k)d",
+                    {"kind": self._kind, "spec": self.config.index or "memory", "k": self.config.max_distance},
+                )
+                return
             info = self._indexes.for_host("").describe()  # counts the entries once (a scan in Redis with TTL)
         except OSError as exc:  # a path that cannot be a directory, no permission, a full disk
             reason = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
             raise ValueError(
                 f"SIMHASH_INDEX={self.config.index!r}: cannot open or create the index: {reason}"
             ) from exc
+        except IndexFormatError as exc:  # a file, a foreign or corrupt store, other options
+            raise IndexFormatError(f"SIMHASH_INDEX={self.config.index!r}: {exc}") from exc
         self._logger.info(
             "Simhash %(kind)s index opened: %(index)s", {"kind": self._kind, "index": summary(info)}
         )
@@ -137,6 +151,9 @@ class NearDuplicateChecker:
                 if not self._indexes.is_open(host):  # a new host's index (SIMHASH_SCOPE="domain"):
                     await run_in_thread(self._ask, failures, self._index_for, host)  # opened off the reactor
                 verdict = self._ask(failures, self._replace_if_new, fingerprint, key, host, wildcard, sketch)
+        except UnusableHostIndex as exc:
+            self._host_index_error(host, exc)
+            return None
         except IndexUnavailableError as exc:
             self._index_error(exc)  # (the outage heard of it in _ask)
             return None
@@ -228,6 +245,8 @@ class NearDuplicateChecker:
             return None
         try:
             return call(*args)
+        except UnusableHostIndex:
+            raise  # (one host's: the index is not down)
         except IndexUnavailableError:
             self._outage.failed()
             raise
@@ -241,8 +260,10 @@ class NearDuplicateChecker:
     def _index_for(self, host: str) -> SimhashIndex:
         try:
             return self._indexes.for_host(host)
-        except OSError as exc:  # a host's index (SIMHASH_SCOPE="domain") that cannot be created
-            raise IndexUnavailableError(f"SIMHASH_INDEX={self.config.index!r}: {exc}") from exc
+        except IndexUnavailableError:
+            raise
+        except (OSError, SimhashIndexError) as exc:  # (SIMHASH_SCOPE="domain": the store was checked at the start)
+            raise UnusableHostIndex(f"SIMHASH_INDEX={self.config.index!r}, host {host!r}: {exc}") from exc
 
     def _count_result(self, key: str, match: Match | None) -> None:
         if match is None:
@@ -275,6 +296,20 @@ class NearDuplicateChecker:
                 {"kind": self._kind, "error": exc},
             )
 
+    def _host_index_error(self, host: str, exc: UnusableHostIndex) -> None:
+        """A page of a host whose index cannot be opened (a Redis namespace made with
+        other options): kept unchecked, counted, one WARNING per host; the crawl's other
+        hosts go on as before (the index is not down: no outage)."""
+        self.count("index_error")
+        if self.config.on_index_error == "fail":
+            raise exc
+        if host not in self._unusable_hosts:
+            self._unusable_hosts.add(host)
+            self._logger.warning(
+                "Simhash cannot open the index of a host, keeping its %(kind)ss unchecked: %(error)s",
+                {"kind": self._kind, "error": exc},
+            )
+
     def _index_back(self) -> None:
         """The index answers again: say so, and warn again at its next outage."""
         self._logger.info(
@@ -289,6 +324,11 @@ class NearDuplicateChecker:
 
     def _stats_set(self, name: str, value: int) -> None:
         self._crawler.stats.set_value(f"{self._prefix}/{name}", value)
+
+
+class UnusableHostIndex(IndexUnavailableError):
+    """The index of one host (``SIMHASH_SCOPE = "domain"``) cannot be opened, for a reason of
+    its own: unavailable for its pages, while the store and other hosts' indexes answer."""
 
 
 def _warn_of_python_stages(logger: logging.Logger) -> None:

@@ -7,10 +7,12 @@ each, even when Redis calls of several worker threads ask for it at the same tim
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
-from .index import SimhashIndex, is_shared_spec, open_index
+from .index import SimhashIndex, is_shared_spec, open_index, uses_disk
+from .index.disk import hold_store
 
 if TYPE_CHECKING:
     from .config import SimhashSettings
@@ -37,6 +39,8 @@ class ComponentIndexes:
         # One Redis client (and connection pool) for all the namespaces of the URL: with
         # SIMHASH_SCOPE = "domain", one per host would add up to thousands of sockets.
         self._client: Any = None
+        #: Lets go of a disk store held open since the start (:meth:`check_store`).
+        self._release_store: Callable[[], None] | None = None
 
     def for_host(self, host: str) -> SimhashIndex:
         """The index a page of *host* is checked in (the one index, unless scope is "domain")."""
@@ -59,14 +63,35 @@ class ComponentIndexes:
         """The indexes opened so far."""
         return list(self._open.values())
 
+    def check_store(self) -> None:
+        """Where each host has its index, opened with the host's first page: check now
+        what they all share, so that a store the crawl cannot use stops it at its start,
+        as the one index does (a disk store in use by another crawl or made with other
+        options, held open until :meth:`close`; a Redis server that does not answer)."""
+        spec = self.config.index
+        if is_shared_spec(spec):
+            from .index.redis._client import UnavailableAsIndexError  # (redis-py: an extra)
+
+            client = self._shared_client()
+            if client is not None:
+                with UnavailableAsIndexError(str(spec)):
+                    client.ping()
+        elif uses_disk(spec) and self._release_store is None:
+            assert spec is not None
+            self._release_store = hold_store(spec, self.config.fingerprint.signature(), self.config.index_reset,
+                                             self.config.fsync)
+
     def close(self) -> None:
-        """Flush and close every index, then the shared Redis client: each is closed even
-        if a flush (or Redis, gone) fails."""
+        """Flush and close every index, then the shared Redis client (or the disk store
+        held open): each is closed even if a flush (or Redis, gone) fails."""
         indexes, self._open = self.opened, {}
         client, self._client = self._client, None
+        release_store, self._release_store = self._release_store, None
         with ExitStack() as closing:
             if client is not None:
                 closing.callback(client.close)  # (callbacks run last-in first: after the indexes)
+            if release_store is not None:
+                closing.callback(release_store)
             for index in indexes:
                 closing.callback(index.close)
             for index in indexes:

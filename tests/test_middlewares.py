@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from scrapy_simhash import (
+    FingerprintOptions,
     IndexUnavailableError,
     MemoryIndex,
     NearDuplicatePage,
@@ -151,19 +154,71 @@ def test_dont_simhash_skips_the_request() -> None:
     assert stats(mw)["simhash/skipped/dont_simhash"] == 1
 
 
+@pytest.mark.parametrize("scope", ["crawl", "domain"])
 @pytest.mark.parametrize("where", ["a-file/index", "missing/../a-file/index"])
-def test_an_index_path_that_cannot_be_a_directory_fails_naming_the_setting(tmp_path: Path, where: str) -> None:
+def test_an_index_path_that_cannot_be_a_directory_fails_naming_the_setting(
+    tmp_path: Path, where: str, scope: str
+) -> None:
+    # With an index per host (opened with each host's first page) too: at the start, not at every page.
     (tmp_path / "a-file").write_text("")
     with pytest.raises(ValueError, match="SIMHASH_INDEX=.*cannot open or create the index: Not a directory"):
-        middleware(SIMHASH_INDEX=str(tmp_path / where))
+        middleware(SIMHASH_INDEX=str(tmp_path / where), SIMHASH_SCOPE=scope)
 
 
-def test_a_host_index_that_cannot_be_created_keeps_the_page_and_counts_an_index_error(tmp_path: Path) -> None:
-    (tmp_path / "a-file").write_text("")
-    mw = middleware(SIMHASH_INDEX=str(tmp_path / "a-file" / "index"), SIMHASH_SCOPE="domain")
-    page = html_response("http://a.example/coffee")
-    assert process(mw, page) is page
-    assert stats(mw)["simhash/index_error"] == 1
+@pytest.mark.parametrize("scope", ["crawl", "domain"])
+def test_a_store_made_with_other_options_or_a_file_fails_the_start_naming_the_setting(
+    tmp_path: Path, scope: str
+) -> None:
+    store = str(tmp_path / "store")
+    first = middleware(SIMHASH_INDEX=store, SIMHASH_SCOPE=scope)
+    process(first, html_response("http://a.example/coffee"))
+    first._checker.spider_closed()
+    with pytest.raises(ValueError, match=r"SIMHASH_INDEX='.*store'.*shingle_size 3 \(stored\) != 2 \(now\)"):
+        middleware(SIMHASH_INDEX=store, SIMHASH_SCOPE=scope, SIMHASH_SHINGLE_SIZE=2)
+    (tmp_path / "a-file").write_text("not a store")
+    with pytest.raises(ValueError, match="SIMHASH_INDEX=.*a-file.*is a file"):
+        middleware(SIMHASH_INDEX=str(tmp_path / "a-file"), SIMHASH_SCOPE=scope)
+
+
+def test_host_indexes_share_one_disk_store_held_open_from_the_start(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    mw = middleware(SIMHASH_INDEX=store, SIMHASH_SCOPE="domain")
+    assert "in use by another process" in _open_elsewhere(store)  # its lock is taken at the start
+    for host in ("a.example", "b.example"):
+        process(mw, html_response(f"http://{host}/coffee"))
+    assert stats(mw)["simhash/kept"] == 2
+    mw._checker.spider_closed()
+    assert _open_elsewhere(store) == ""  # let go at the close
+
+
+def _open_elsewhere(store: str) -> str:
+    """What another process that opens *store* prints on stderr."""
+    opener = "import sys\nfrom scrapy_simhash.index import DiskIndex\nDiskIndex(sys.argv[1]).close()"
+    return subprocess.run([sys.executable, "-c", opener, store], capture_output=True, text=True).stderr
+
+
+def test_a_host_index_that_cannot_be_opened_keeps_its_page_and_counts_an_index_error(
+    own_redis_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a.example's namespace holds fingerprints made with other options: its pages are kept
+    # unchecked (one WARNING), other hosts' checked; never an error out of process_response
+    mw = middleware(SIMHASH_INDEX=own_redis_server.url, SIMHASH_SCOPE="domain")
+    other_options = FingerprintOptions(shingle_size=2).signature()
+    open_index(own_redis_server.url, namespace=mw._checker._indexes._namespace("a.example"), signature=other_options).close()
+    with caplog.at_level(logging.WARNING, logger="scrapy_simhash"):
+        for url in ("http://a.example/coffee", "http://b.example/coffee", "http://a.example/tea"):
+            page = html_response(url)
+            assert process(mw, page) is page
+    assert stats(mw)["simhash/index_error"] == 2 and stats(mw)["simhash/kept"] == 1
+    [warning] = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert "host 'a.example'" in warning and "shingle_size" in warning
+    mw._checker.spider_closed()
+
+
+def test_an_unreachable_redis_fails_the_start_with_an_index_per_host_too(own_redis_server: Any) -> None:
+    own_redis_server.stop()
+    with pytest.raises(IndexUnavailableError):
+        middleware(SIMHASH_INDEX=own_redis_server.url, SIMHASH_SCOPE="domain")
 
 
 def test_a_sibling_goes_on_for_its_links_unless_a_dropped_page_led_to_it() -> None:

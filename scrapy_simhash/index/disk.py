@@ -18,7 +18,7 @@ import errno
 import logging
 import os
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ..core.fingerprint import check_fingerprint
@@ -192,6 +192,17 @@ def compact_store(path: str | os.PathLike[str]) -> tuple[int, int]:
     before = _file_bytes(path)
     DiskStore(os.path.realpath(path), signature="", reset=False, compact=True).close()
     return before, _file_bytes(path)
+
+
+def hold_store(
+    path: str | os.PathLike[str], signature: str = "", reset: bool = False, fsync_seconds: float | None = None
+) -> Callable[[], None]:
+    """Open the store at *path* to write (its lock taken, the options it was made with
+    checked against *signature*) and keep it open, for the namespaces opened later to
+    share, until the function returned is called: a crawl with an index per host fails at
+    its start, not at each host's first page, on a store it cannot use."""
+    store = _acquire(os.fspath(path), signature, reset, fsync_seconds, read_only=False)
+    return lambda: _release(store)
 
 
 def _file_bytes(path: str) -> int:
