@@ -45,6 +45,24 @@ def test_what_is_not_a_page_is_skipped_before_the_tree_is_parsed(body: bytes, re
     assert result.skip_reason == reason
 
 
+def nested(levels: int, deep_text: str) -> bytes:
+    shallow = "<p>" + "A paragraph every version of the page shares, long enough to count. " * 3 + "</p>"
+    return f"<html><body>{shallow}{'<div>' * levels}<p>{deep_text}</p>{'</div>' * levels}</body></html>".encode()
+
+
+@needs_c
+@pytest.mark.parametrize("levels", [253, 254, 300, 2100])
+def test_a_page_nested_deeper_than_parse_html_reads_gets_its_verdict(levels: int) -> None:
+    # Scrapy's selectors parse up to 2048 levels (huge_tree) and cut the rest without a
+    # word: two pages that differ past that read alike. As from_html, from_tree skips a page
+    # past parse_html's 256 levels ("too_deep"), and fingerprints one within them.
+    words = " ".join(f"word{n}" for n in range(60))
+    page = response(nested(levels, words))
+    result = Fingerprinter().from_tree(lambda: page.selector.root, page.text, url=page.url)
+    assert result == Fingerprinter().from_html(page.text, url=page.url)
+    assert (result.skip_reason == "too_deep") == (levels + 2 > 255)  # (+ <html>, <body>, <p>'s parents)
+
+
 def test_without_the_c_extraction_it_parses_the_page_itself() -> None:
     page = response(ARTICLE)
     with python_extraction():

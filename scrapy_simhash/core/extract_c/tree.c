@@ -197,6 +197,23 @@ is_skipped(const xmlNode *node, const xmlNode *const *skipped, int n_skipped)
     return 0;
 }
 
+/* An element with this many elements around it is past what text.parse_html's parser
+ * reads (libxml2's limit without XML_PARSE_HUGE), which then says the page is "too_deep".
+ * Scrapy's selectors parse with huge_tree, up to 2048 levels, and drop what lies deeper
+ * without a word: such a tree goes to the Python code, which parses the page again and
+ * skips it, so that a page gets one verdict whoever parsed it. */
+#define MAX_PARSED_DEPTH 256
+
+static int
+ancestors_of(const xmlNode *node)
+{
+    int count = 0;
+    for (node = node->parent; node != NULL && node->type == XML_ELEMENT_NODE; node = node->parent) {
+        count++;
+    }
+    return count;
+}
+
 /* Walk the subtree of `root` in document order into events, without the subtrees of
  * `skipped` (their tails stay, as digests.remove_digests leaves them); -1 with an exception. */
 int
@@ -205,10 +222,15 @@ extract_flatten(Tree *tree, const xmlNode *root, const xmlNode *const *skipped, 
     TagCache cache = {{0}, {0}};
     const xmlNode *node = root;
     int parent = -1, previous = -1; /* previous: the last element child seen of `parent` */
+    int depth = ancestors_of(root); /* the elements around `node` */
     while (node != NULL) {
         if (node->type == XML_ELEMENT_NODE) {
             if (node->line == 65535) {
                 PyErr_SetString(extract_unsupported, "line numbers past 65534");
+                return -1;
+            }
+            if (depth >= MAX_PARSED_DEPTH) {
+                PyErr_SetString(extract_unsupported, "elements nested deeper than the parser reads");
                 return -1;
             }
             unsigned flags = cached_flags(&cache, node);
@@ -230,6 +252,7 @@ extract_flatten(Tree *tree, const xmlNode *root, const xmlNode *const *skipped, 
             if (node->children != NULL) {
                 parent = index, previous = -1;
                 node = node->children;
+                depth++;
                 continue;
             }
             if ((tree->elements[index].end = add_event(tree, END, index)) < 0) {
@@ -249,6 +272,7 @@ extract_flatten(Tree *tree, const xmlNode *root, const xmlNode *const *skipped, 
         /* Up to the next node in document order, closing the elements left. */
         while (node != root && node->next == NULL) {
             node = node->parent;
+            depth--;
             if ((tree->elements[parent].end = add_event(tree, END, parent)) < 0) {
                 return -1;
             }
