@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 from urllib.parse import urlsplit
 
@@ -81,7 +82,7 @@ class NearDuplicateChecker:
         self._unusable_hosts: set[str] = set()  # warned of (_host_index_error)
         self._open()
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
-        _warn_of_python_stages(logger)
+        _warn_of_python_stages(crawler, logger)
 
     def _open(self) -> None:
         """Open the index now (or, with one per host, the store they share), so a bad path,
@@ -331,10 +332,15 @@ class UnusableHostIndex(IndexUnavailableError):
     its own: unavailable for its pages, while the store and other hosts' indexes answer."""
 
 
-def _warn_of_python_stages(logger: logging.Logger) -> None:
-    """Fingerprinting runs slower without its C modules: say so when a component starts."""
+#: The crawlers told that fingerprinting runs in Python: once each, not once a component.
+_WARNED_OF_PYTHON_STAGES: weakref.WeakSet[Crawler] = weakref.WeakSet()
+
+
+def _warn_of_python_stages(crawler: Crawler, logger: logging.Logger) -> None:
+    """Fingerprinting runs slower without its C modules: say so when a crawl's first component starts."""
     slow = python_stages()
-    if slow:
+    if slow and crawler not in _WARNED_OF_PYTHON_STAGES:
+        _WARNED_OF_PYTHON_STAGES.add(crawler)
         logger.warning(
             "Simhash runs its %(stages)s in Python: its C code was not built at install (no C compiler?),"
             " so fingerprinting takes about twice as long (see the README, Set-up)",

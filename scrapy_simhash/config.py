@@ -127,9 +127,10 @@ def _option_value(settings: BaseSettings, name: str, default: Any) -> Any:
 
 
 def _integer(settings: BaseSettings, name: str, default: int) -> int:
-    """``settings.getint``, refusing what it would truncate (3.7 is not 3)."""
+    """``settings.getint``, refusing what it would truncate (3.7 is not 3) and booleans
+    (``True`` is not 1: a setting meant as another one)."""
     value = settings.get(name)
-    if isinstance(value, float) and not value.is_integer():
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
         raise ValueError(f"{name} must be a whole number, not {value!r}")
     return int(_read(settings, name, settings.getint, default))
 
@@ -188,12 +189,20 @@ def _item_fields(settings: BaseSettings) -> tuple[str, ...]:
 def _http_statuses(settings: BaseSettings) -> frozenset[int]:
     values = _read(settings, "SIMHASH_HTTP_STATUSES", settings.getlist, [200])
     try:
-        statuses = frozenset(int(value) for value in values)
+        statuses = frozenset(map(_status_code, values))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"SIMHASH_HTTP_STATUSES: not HTTP status codes: {values!r}") from exc
     if not statuses or not all(100 <= status <= 599 for status in statuses):
         raise ValueError(f"SIMHASH_HTTP_STATUSES must list HTTP status codes (100-599), not {values!r}")
     return statuses
+
+
+def _status_code(value: Any) -> int:
+    """A status code given as an int or its digits ("404" from the command line); not
+    200.7 nor True, which ``int()`` would take."""
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise ValueError(f"not a status code: {value!r}")
+    return int(value)
 
 
 def _ttl(settings: BaseSettings) -> float | None:

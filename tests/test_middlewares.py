@@ -26,6 +26,7 @@ from scrapy_simhash import (
     MemoryIndex,
     NearDuplicatePage,
     SimhashMiddleware,
+    SimhashPipeline,
     from_hex,
     open_index,
 )
@@ -292,7 +293,8 @@ def test_fingerprinting_without_its_c_code_is_warned_of(
 
     with caplog.at_level(logging.WARNING, logger="scrapy_simhash"):
         monkeypatch.setattr(content, "_extract", None)  # as if it was not built at install
-        middleware()
+        mw = middleware()
+        SimhashPipeline.from_crawler(mw._checker._crawler)  # the add-on's other components: said once a crawl
     [record] = [r for r in caplog.records if r.name.startswith("scrapy_simhash")]
     assert "main-content extraction" in record.getMessage() and "twice as long" in record.getMessage()
 
