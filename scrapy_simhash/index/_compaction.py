@@ -14,6 +14,8 @@ finishes (:func:`finish_interrupted`):
 * only ``fingerprints.log.new`` there: ``keys.log`` is the new one already, and the
   new log is complete (it was synced before the first rename): it is renamed too;
 * neither: the compaction is done (or never started).
+
+A reader changes nothing: it reads the files the writer would have left (:func:`log_to_read`).
 """
 
 from __future__ import annotations
@@ -43,20 +45,24 @@ def worth_compacting(records: npt.NDArray[Any], kept: int) -> bool:
     return dead >= MIN_DEAD_RECORDS and 2 * dead > len(records)
 
 
-def finish_interrupted(log_path: str, keys_path: str, read_only: bool) -> str:
-    """Finish or undo a compaction a crash interrupted; return the log to read (a reader
-    changes nothing: it reads the new log where the writer would have renamed it)."""
+def finish_interrupted(log_path: str, keys_path: str) -> None:
+    """Finish or undo a compaction a crash interrupted (the store's writer only: readers
+    change nothing, see :func:`log_to_read`)."""
     if os.path.exists(keys_path + NEW):
-        if not read_only:
-            for path in (keys_path + NEW, log_path + NEW):
-                if os.path.exists(path):
-                    os.remove(path)
-        return log_path
-    if os.path.exists(log_path + NEW):
-        if read_only:
-            return log_path + NEW
+        for path in (keys_path + NEW, log_path + NEW):
+            if os.path.exists(path):
+                os.remove(path)
+    elif os.path.exists(log_path + NEW):
         os.replace(log_path + NEW, log_path)
         fsync_directory(os.path.dirname(log_path))
+
+
+def log_to_read(log_path: str, keys_path: str) -> str:
+    """The log a reader reads with ``keys.log``: the new one where the writer is about to
+    rename it (or a crash stopped it before). It may be renamed away meanwhile: the reader
+    then finds the files changed, and opens again (:mod:`._storefiles`)."""
+    if not os.path.exists(keys_path + NEW) and os.path.exists(log_path + NEW):
+        return log_path + NEW
     return log_path
 
 
