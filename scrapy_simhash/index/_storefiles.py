@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _logfile as lf
-from ._checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from ._checkpoint import CHECKPOINT_NAME, Checkpoint, read_checkpoint, write_checkpoint
 from ._compaction import NEW, compact, finish_interrupted, log_to_read, worth_compacting
 from ._files import fsync_directory, lock_directory, write_new
 from ._replay import LogContents, live_entries, read_records
@@ -55,6 +55,9 @@ class StoreFiles:
         try:
             contents = self._open(signature, reset)
             self.truncated_bytes = contents.truncated_bytes
+            self.synced_bytes_missing = contents.synced_log_bytes_missing + contents.synced_key_bytes_missing
+            if self.synced_bytes_missing:
+                self._warn_synced_bytes_missing(contents)
             return self._live(contents, compaction)
         except BaseException:
             self._close_files()
@@ -158,6 +161,20 @@ class StoreFiles:
             self._key_end = os.fstat(self._keys_fd).st_size
         self.flush()
         return records, ops
+
+    def _warn_synced_bytes_missing(self, contents: LogContents) -> None:
+        """The files are shorter than the checkpoint says they were when synced: not a
+        crash's torn tail but damage (a disk's, a copy cut short). What is left is kept."""
+        log_bytes, key_bytes = contents.synced_log_bytes_missing, contents.synced_key_bytes_missing
+        shorter = [
+            *([f"{self.log_path} by {log_bytes} bytes ({-(-log_bytes // lf.RECORD.itemsize)} records)"] if log_bytes else []),
+            *([f"{self.keys_path} by {key_bytes} bytes"] if key_bytes else []),
+        ]
+        logger.warning(
+            "Entries synced to disk are lost: %(shorter)s shorter than %(checkpoint)s says they were synced"
+            " (damage, or a copy cut short); the rest of the store is kept",
+            {"shorter": " and ".join(shorter), "checkpoint": os.path.join(self.directory, CHECKPOINT_NAME)},
+        )
 
     @property
     def generation(self) -> int:
