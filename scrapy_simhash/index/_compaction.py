@@ -30,8 +30,9 @@ import numpy.typing as npt
 
 from . import _logfile as lf
 from ._disk_records import gather_keys
-from ._files import fsync_directory, write_all
+from ._files import fsync_directory, remove_if_there, unwritable, write_all
 from ._key_crcs import crcs_of_keys
+from .base import IndexUnavailableError
 
 NEW = ".new"
 #: Fewer dead records than this are left alone: rewriting a small store on every open
@@ -81,8 +82,13 @@ def compact(
     generation = int(header.get("generation", 0)) + 1
     info = {name: value for name, value in header.items() if name != "version"}
     info |= {"generation": generation, "compacted_at": _now()}
-    _write_synced(keys_path + NEW, [lf.new_keys_header(generation), data.data])
-    _write_synced(log_path + NEW, [lf.new_header(info), lf.pack_records(kept)])
+    try:
+        _write_synced(keys_path + NEW, [lf.new_keys_header(generation), data.data])
+        _write_synced(log_path + NEW, [lf.new_header(info), lf.pack_records(kept)])
+    except IndexUnavailableError:  # (a full disk: the old files are whole, the new ones only take room)
+        remove_if_there(keys_path + NEW)
+        remove_if_there(log_path + NEW)
+        raise
     directory = os.path.dirname(log_path)
     fsync_directory(directory)
     os.replace(keys_path + NEW, keys_path)  # the commit point (see the module docstring)
@@ -98,13 +104,16 @@ def _crcs(data: npt.NDArray[np.uint8], ends: npt.NDArray[np.uint64]) -> npt.NDAr
 
 
 def _write_synced(path: str, parts: Iterable[bytes | memoryview]) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        for part in parts:
-            write_all(fd, part)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            for part in parts:
+                write_all(fd, part)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise unwritable(path, exc) from exc
 
 
 def _now() -> str:

@@ -11,6 +11,7 @@ nothing), finishes a compaction a crash interrupted, reads the records back
 from __future__ import annotations
 
 import datetime
+import errno
 import logging
 import os
 import socket
@@ -22,7 +23,7 @@ import numpy.typing as npt
 from . import _logfile as lf
 from ._checkpoint import CHECKPOINT_NAME, Checkpoint, read_checkpoint, write_checkpoint
 from ._compaction import NEW, compact, finish_interrupted, log_to_read, worth_compacting
-from ._files import fsync_directory, lock_directory, write_new
+from ._files import fsync_directory, fsync_file, lock_directory, remove_if_there, write_new
 from ._replay import LogContents, live_entries, read_records
 from ._storage import decode_key
 from .base import IndexFormatError, IndexUnavailableError, signature_difference
@@ -32,6 +33,8 @@ logger = logging.getLogger(__name__)
 LOG_NAME, KEYS_NAME = "fingerprints.log", "keys.log"
 #: A reader's waits before it opens again, when a compaction's renames met its open.
 _REOPEN_DELAYS = (0.005, 0.02, 0.05, 0.1, 0.2)
+#: A full disk (or quota, or file size limit): a store can still be read.
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 class StoreFiles:
@@ -45,6 +48,7 @@ class StoreFiles:
         *compaction*: ``None``, rewrite the store when most of its records are dead;
         ``True``, rewrite it; ``False``, never."""
         self.directory, self.read_only = directory, read_only
+        self._write_failed = False  # (a write error was raised or logged: close only warns if it cannot sync)
         self._synced_at = self._checkpointed_at = time.monotonic()
         self.log_path = os.path.join(directory, LOG_NAME)
         self.keys_path = os.path.join(directory, KEYS_NAME)
@@ -159,8 +163,22 @@ class StoreFiles:
             self.header = compact(self.log_path, self.keys_path, self._keys_fd, self.header, records)
             self._reopen_files()
             self._key_end = os.fstat(self._keys_fd).st_size
-        self.flush()
+        self._checkpoint_at_open(contents)
         return records, ops
+
+    def _checkpoint_at_open(self, contents: LogContents) -> None:
+        """Sync and checkpoint what the open kept. On a full disk the store still opens (its
+        entries are there to check against; each write then fails, naming its file), the old
+        checkpoint kept, unless it covers bytes the files lost (:func:`_warn_synced_bytes_missing`)."""
+        try:
+            self.flush()
+        except IndexUnavailableError as exc:
+            if not isinstance(exc.__cause__, OSError) or exc.__cause__.errno not in _NO_SPACE:
+                raise
+            logger.warning("Opening %(directory)s without a new checkpoint: %(error)s", {"directory": self.directory, "error": str(exc)})  # (its text: the error would keep the mapped files alive)
+            self._write_failed = True
+            if self.synced_bytes_missing:
+                remove_if_there(os.path.join(self.directory, CHECKPOINT_NAME))
 
     def _warn_synced_bytes_missing(self, contents: LogContents) -> None:
         """The files are shorter than the checkpoint says they were when synced: not a
@@ -220,8 +238,8 @@ class StoreFiles:
             self._sync(checkpoint=True)
 
     def _sync(self, checkpoint: bool) -> None:
-        os.fsync(self._keys_fd)  # keys first: a record is never on disk without its key
-        os.fsync(self._log_fd)
+        fsync_file(self._keys_fd, self.keys_path)  # keys first: a record is never on disk without its key
+        fsync_file(self._log_fd, self.log_path)
         self._synced_at = time.monotonic()
         if checkpoint:
             sizes = os.fstat(self._log_fd).st_size, os.fstat(self._keys_fd).st_size
