@@ -65,6 +65,7 @@ def read_records(
     # every key of the records it reads (keys are written before their records).
     keys_size = os.fstat(keys_fd).st_size
     count = max(0, size - lf.HEADER_SIZE) // lf.RECORD.itemsize
+    records: npt.NDArray[Any]
     if mapped and count:
         records = np.memmap(path, dtype=lf.RECORD, mode="c", offset=lf.HEADER_SIZE, shape=(count,))
     else:
@@ -86,7 +87,7 @@ def read_records(
 def _read_all(fd: int, count: int) -> npt.NDArray[Any]:
     """The first *count* records of the log open as *fd* (fewer if it was cut meanwhile)."""
     records = np.empty(count, dtype=lf.RECORD)
-    read = read_into(fd, memoryview(records.view(np.uint8)), lf.HEADER_SIZE)
+    read = read_into(fd, records.view(np.uint8).data, lf.HEADER_SIZE)
     return records[: read // lf.RECORD.itemsize]
 
 

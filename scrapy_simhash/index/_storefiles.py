@@ -16,6 +16,7 @@ import logging
 import os
 import socket
 import time
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -108,7 +109,7 @@ class StoreFiles:
         self._close_fds()
         self._log_fd = os.open(self.log_path, os.O_RDONLY)
         self._fds.append(self._log_fd)
-        self.header = lf.read_header(self.log_path, self._log_fd)
+        self.header: dict[str, Any] = lf.read_header(self.log_path, self._log_fd)
         try:
             self._keys_fd = os.open(self.keys_path, os.O_RDONLY)
         except FileNotFoundError:
@@ -200,7 +201,7 @@ class StoreFiles:
         return int(self.header.get("generation", 0))
 
     def _check(self, signature: str) -> None:
-        self.header: dict[str, object] = lf.read_header(self.log_path)
+        self.header = lf.read_header(self.log_path)
         if not os.path.exists(self.keys_path):
             raise IndexFormatError(f"{self.keys_path} is missing: {lf.RESET_HINT}")
         lf.check_keys_header(self.keys_path, self.header)
