@@ -96,6 +96,50 @@ def test_garbage_after_any_file_loses_nothing(closed_store: Path, tmp_path: Path
     assert stored(path) == {*entries(20), entry_of("after")}
 
 
+def _synced_loss_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "synced to disk are lost" in r.getMessage()]
+
+
+@pytest.mark.parametrize("records_cut", [10, 20])
+def test_synced_records_cut_at_a_record_boundary_are_reported_and_the_rest_kept(
+    closed_store: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str],
+    records_cut: int,
+) -> None:
+    """The checkpoint proves those records were on disk: losing them is damage, said in a
+    WARNING (and by inspect), not a torn tail dropped quietly; what is left still opens."""
+    path = _copy(closed_store, tmp_path / "store")
+    os.truncate(path / LOG, os.path.getsize(path / LOG) - records_cut * RECORD)
+    expected = set(entries(20 - records_cut))
+    with DiskIndex(path, read_only=True) as reader:
+        assert set(reader.entries()) == expected
+        assert reader.describe()["synced_bytes_missing"] == records_cut * RECORD
+    assert main(["inspect", str(path)]) == 0
+    assert f"synced_bytes_missing: {records_cut * RECORD}" in capsys.readouterr().out
+    with DiskIndex(path) as writer:
+        assert set(writer.entries()) == expected
+    assert _synced_loss_warnings(caplog)[-1].endswith(
+        f"fingerprints.log by {records_cut * RECORD} bytes ({records_cut} records) shorter than {path / CHECKPOINT_NAME}"
+        " says they were synced (damage, or a copy cut short); the rest of the store is kept"
+    )
+    caplog.clear()
+    assert stored(path) == expected
+    assert not _synced_loss_warnings(caplog)  # said once: the writer's checkpoint covers what is left
+
+
+def test_a_key_file_cut_inside_what_was_synced_loses_the_entries_of_those_keys(
+    closed_store: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = _copy(closed_store, tmp_path / "store")
+    lost_keys = b"".join(f"https://example.com/{n}".encode() for n in (17, 18, 19))
+    os.truncate(path / KEYS, os.path.getsize(path / KEYS) - len(lost_keys) + 1)  # (the 17th's key cut short)
+    with DiskIndex(path) as index:
+        assert set(index.entries()) == set(entries(17))
+        assert index.describe()["truncated_tail_bytes"] == 3 * RECORD
+        assert index.describe()["synced_bytes_missing"] == len(lost_keys) - 1
+    assert f"keys.log by {len(lost_keys) - 1} bytes shorter" in _synced_loss_warnings(caplog)[0]
+    assert stored(path) == set(entries(17))
+
+
 def _unsynced_copy(tmp_path: Path) -> tuple[Path, int]:
     """A store whose last 30 entries were written after its checkpoint: what a power cut
     could find. Returns it and where its first unsynced record starts."""

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
+import gc
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ import pytest
 from redis_server import RedisServer, own_redis_server  # noqa: F401  (fixture)
 
 from scrapy_simhash.index import DiskIndex, IndexUnavailableError
+from scrapy_simhash.index.disk import compact_store
 
 # Adds entries forever, most with a sketch; prints a key and its sketch ("-": none)
 # only after add_if_new acknowledged it.
@@ -110,3 +114,82 @@ def test_a_full_disk_is_unavailable_and_loses_nothing(tmp_path: Path) -> None:
     with DiskIndex(tmp_path) as index:
         assert index.describe()["truncated_tail_bytes"] == 0
         assert len(index) == len(acknowledged) + 1
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 64 KiB file system (tmpfs: needs root), unmounted after the test."""
+    mount_point = tmp_path / "small"
+    mount_point.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount_point)], capture_output=True)
+    if mounted.returncode:
+        pytest.skip(f"cannot mount a small tmpfs: {mounted.stderr.decode().strip()}")
+    try:
+        yield mount_point
+    finally:
+        gc.collect()  # (an index's columns may map the log until they are collected)
+        subprocess.run(["umount", str(mount_point)], check=True)
+
+
+def _fill(directory: Path) -> None:
+    """Take the file system's last free byte."""
+    with open(directory / "filler", "wb", buffering=0) as filler:
+        try:
+            while True:
+                filler.write(bytes(4096))
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+
+
+def _add_until_full(index: DiskIndex) -> int:
+    """Add entries until a write fails; how many were acknowledged."""
+    for n in range(10**6):
+        try:
+            index.add(n * 0x9E3779B97F4A7C15 % 2**64, f"https://example.com/{n}/" + "x" * 50)
+        except IndexUnavailableError:
+            return n
+    raise AssertionError("the disk never filled")
+
+
+def test_a_full_disk_keeps_the_writes_error_through_close_and_the_store_opens(
+    full_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """close() after a failed write used to replace its error by the checkpoint's (naming no
+    file), leave a 0-byte synced.tmp, and the next open failed on its checkpoint."""
+    path = full_disk / "store"
+    acknowledged = 0
+    with pytest.raises(IndexUnavailableError, match=r"cannot write .*/store/(keys|fingerprints)\.log: No space left on device"):
+        with DiskIndex(path) as index:
+            acknowledged = _add_until_full(index)
+            index.add(1, "one more")  # (the error a crawl would see, out of the with block)
+    assert acknowledged > 0
+    assert not list(path.glob("*.tmp"))
+    with DiskIndex(path) as index:  # opens read-mostly: what it holds is there to check against
+        assert len(index) == acknowledged
+        with pytest.raises(IndexUnavailableError, match=r"cannot write .*/store/(keys|fingerprints)\.log"):
+            index.add(2, "and one more")
+    assert "without a new checkpoint: cannot write" in caplog.text
+    assert not list(path.glob("*.tmp"))
+    with DiskIndex(path, read_only=True) as reader:
+        assert len(reader) == acknowledged
+
+
+def test_a_store_created_on_a_full_disk_fails_naming_the_file(full_disk: Path) -> None:
+    _fill(full_disk)
+    with pytest.raises(IndexUnavailableError, match=r"cannot write .*/store/keys\.log: No space left on device"):
+        DiskIndex(full_disk / "store")
+    assert not list((full_disk / "store").glob("*.tmp"))
+
+
+def test_a_compaction_on_a_full_disk_fails_naming_the_file_and_leaves_the_store_whole(full_disk: Path) -> None:
+    path = full_disk / "store"
+    with DiskIndex(path) as index:
+        for n in range(40):
+            index.add(n * 0x9E3779B97F4A7C15 % 2**64, f"https://example.com/{n}")
+    _fill(full_disk)
+    with pytest.raises(IndexUnavailableError, match=r"cannot write .*/store/(keys|fingerprints)\.log\.new: No space"):
+        compact_store(path)
+    assert not list(path.glob("*.new")) and not list(path.glob("*.tmp"))
+    (full_disk / "filler").unlink()
+    with DiskIndex(path) as index:
+        assert len(index) == 40

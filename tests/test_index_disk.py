@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_simhash.index import DiskIndex, IndexFormatError, SimhashIndexError, open_index
+from scrapy_simhash.index import DiskIndex, IndexFormatError, MemoryIndex, SimhashIndexError, open_index
 from scrapy_simhash.index import _files
 from scrapy_simhash.index import _logfile as lf
 from scrapy_simhash.index.brute import BruteForceIndex
@@ -410,3 +410,17 @@ def test_read_into_reads_in_parts_up_to_the_end_of_the_file(
         os.close(fd)
     assert read == len(data[offset : offset + wanted])
     assert bytes(target[:read]) == data[offset : offset + wanted]
+
+
+@pytest.mark.parametrize("size", [10, 5000])  # (the memory index adds a few one by one, many in bulk)
+@pytest.mark.parametrize("bad", [(2**64, "https://example.com/bad"), (7, b"https://example.com/bytes")])
+def test_add_many_with_a_bad_item_stores_none_in_memory_or_on_disk(tmp_path: Path, size: int, bad: tuple) -> None:
+    items = [(n * 0x9E3779B97F4A7C15 % 2**64, f"https://example.com/{n}") for n in range(size)]
+    items.insert(size // 2, bad)
+    with MemoryIndex() as memory, DiskIndex(tmp_path) as disk:
+        for index in (memory, disk):
+            with pytest.raises((ValueError, TypeError)):
+                index.add_many(items)
+            assert len(index) == 0
+    with DiskIndex(tmp_path) as disk:
+        assert len(disk) == 0

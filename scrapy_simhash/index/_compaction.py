@@ -14,6 +14,8 @@ finishes (:func:`finish_interrupted`):
 * only ``fingerprints.log.new`` there: ``keys.log`` is the new one already, and the
   new log is complete (it was synced before the first rename): it is renamed too;
 * neither: the compaction is done (or never started).
+
+A reader changes nothing: it reads the files the writer would have left (:func:`log_to_read`).
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ import numpy.typing as npt
 
 from . import _logfile as lf
 from ._disk_records import gather_keys
-from ._files import fsync_directory, write_all
+from ._files import fsync_directory, remove_if_there, unwritable, write_all
 from ._key_crcs import crcs_of_keys
+from .base import IndexUnavailableError
 
 NEW = ".new"
 #: Fewer dead records than this are left alone: rewriting a small store on every open
@@ -43,20 +46,24 @@ def worth_compacting(records: npt.NDArray[Any], kept: int) -> bool:
     return dead >= MIN_DEAD_RECORDS and 2 * dead > len(records)
 
 
-def finish_interrupted(log_path: str, keys_path: str, read_only: bool) -> str:
-    """Finish or undo a compaction a crash interrupted; return the log to read (a reader
-    changes nothing: it reads the new log where the writer would have renamed it)."""
+def finish_interrupted(log_path: str, keys_path: str) -> None:
+    """Finish or undo a compaction a crash interrupted (the store's writer only: readers
+    change nothing, see :func:`log_to_read`)."""
     if os.path.exists(keys_path + NEW):
-        if not read_only:
-            for path in (keys_path + NEW, log_path + NEW):
-                if os.path.exists(path):
-                    os.remove(path)
-        return log_path
-    if os.path.exists(log_path + NEW):
-        if read_only:
-            return log_path + NEW
+        for path in (keys_path + NEW, log_path + NEW):
+            if os.path.exists(path):
+                os.remove(path)
+    elif os.path.exists(log_path + NEW):
         os.replace(log_path + NEW, log_path)
         fsync_directory(os.path.dirname(log_path))
+
+
+def log_to_read(log_path: str, keys_path: str) -> str:
+    """The log a reader reads with ``keys.log``: the new one where the writer is about to
+    rename it (or a crash stopped it before). It may be renamed away meanwhile: the reader
+    then finds the files changed, and opens again (:mod:`._storefiles`)."""
+    if not os.path.exists(keys_path + NEW) and os.path.exists(log_path + NEW):
+        return log_path + NEW
     return log_path
 
 
@@ -75,8 +82,13 @@ def compact(
     generation = int(header.get("generation", 0)) + 1
     info = {name: value for name, value in header.items() if name != "version"}
     info |= {"generation": generation, "compacted_at": _now()}
-    _write_synced(keys_path + NEW, [lf.new_keys_header(generation), data.data])
-    _write_synced(log_path + NEW, [lf.new_header(info), lf.pack_records(kept)])
+    try:
+        _write_synced(keys_path + NEW, [lf.new_keys_header(generation), data.data])
+        _write_synced(log_path + NEW, [lf.new_header(info), lf.pack_records(kept)])
+    except IndexUnavailableError:  # (a full disk: the old files are whole, the new ones only take room)
+        remove_if_there(keys_path + NEW)
+        remove_if_there(log_path + NEW)
+        raise
     directory = os.path.dirname(log_path)
     fsync_directory(directory)
     os.replace(keys_path + NEW, keys_path)  # the commit point (see the module docstring)
@@ -92,13 +104,16 @@ def _crcs(data: npt.NDArray[np.uint8], ends: npt.NDArray[np.uint64]) -> npt.NDAr
 
 
 def _write_synced(path: str, parts: Iterable[bytes | memoryview]) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        for part in parts:
-            write_all(fd, part)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            for part in parts:
+                write_all(fd, part)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise unwritable(path, exc) from exc
 
 
 def _now() -> str:

@@ -8,6 +8,7 @@ nothing: it reads a snapshot, even of a store that a running crawl is writing.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -21,7 +22,7 @@ import numpy.typing as npt
 
 from . import _logfile as lf
 from ._disk_records import RecordsAtOpen, read_keys
-from ._files import write_all
+from ._files import unwritable, write_all
 from ._growable import GrowableArray
 from ._replay import live_entries
 from ._sketches import SketchStore
@@ -30,6 +31,8 @@ from ._storefiles import KEYS_NAME, LOG_NAME, StoreFiles
 from .base import IndexUnavailableError, SimhashIndexError
 
 __all__ = ["KEYS_NAME", "LOG_NAME", "DiskStore"]
+
+logger = logging.getLogger(__name__)
 
 #: Namespace ids are 16-bit; the empty namespace is id 0 and needs no record.
 MAX_NAMESPACES = 0xFFFF
@@ -149,8 +152,9 @@ class DiskStore(StoreFiles):
             return
         try:
             self._sync(checkpoint=time.monotonic() - self._checkpointed_at >= max(self.fsync_seconds, _CHECKPOINT_SECONDS))
-        except OSError as exc:
-            raise _unwritable(self.directory, exc) from exc
+        except IndexUnavailableError:
+            self._write_failed = True
+            raise
 
     def _check_writable(self) -> None:
         if self.read_only:
@@ -162,7 +166,8 @@ class DiskStore(StoreFiles):
             write_all(self._keys_fd, data)
         except OSError as exc:
             self._key_end = os.fstat(self._keys_fd).st_size  # whatever part was written
-            raise _unwritable(self.keys_path, exc) from exc
+            self._write_failed = True
+            raise unwritable(self.keys_path, exc) from exc
         self._key_end += len(data)
         return offset
 
@@ -173,7 +178,8 @@ class DiskStore(StoreFiles):
             # a partial record would shift every later one: cut back to whole records
             size = os.fstat(self._log_fd).st_size
             os.ftruncate(self._log_fd, size - (size - lf.HEADER_SIZE) % lf.RECORD.itemsize)
-            raise _unwritable(self.log_path, exc) from exc
+            self._write_failed = True
+            raise unwritable(self.log_path, exc) from exc
 
     # -- reading ----------------------------------------------------------------------
 
@@ -205,12 +211,17 @@ class DiskStore(StoreFiles):
         """Flush (a writer), then close the files and unlock the directory."""
         try:
             if self._opened:
-                self.flush()
+                self._flush_at_close()
         finally:
             self._opened = False
             self._close_files()
 
-def _unwritable(path: str, exc: OSError) -> IndexUnavailableError:
-    """A failed write (disk full, I/O error): like an unreachable server, the Scrapy
-    glue applies ``SIMHASH_ON_INDEX_ERROR`` (keep the page unchecked by default)."""
-    return IndexUnavailableError(f"cannot write {path}: {exc.strerror or exc}")
+    def _flush_at_close(self) -> None:
+        """Flush; after a failed write (a full disk) a failed flush only warns: the write's
+        error, raised already, is the one to see (a ``with`` block would see this one instead)."""
+        try:
+            self.flush()
+        except IndexUnavailableError as exc:
+            if not self._write_failed:
+                raise
+            logger.warning("Could not sync %(directory)s at close: %(error)s", {"directory": self.directory, "error": str(exc)})  # (its text: the error would keep the mapped files alive)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import fcntl
 import os
 
-from .base import IndexFormatError, SimhashIndexError
+from .base import IndexFormatError, IndexUnavailableError, SimhashIndexError
 
 LOCK_NAME = "lock"
 #: Bytes per read of :func:`read_into`.
@@ -36,13 +36,41 @@ def lock_directory(directory: str) -> int:
 
 
 def write_new(path: str, data: bytes) -> None:
-    """Write a whole new file under a temporary name, then rename: all or nothing."""
+    """Write a whole new file under a temporary name, then rename: all or nothing. A
+    failure (a full disk) leaves no temporary file, and its error names *path*."""
     temporary = path + ".tmp"
-    with open(temporary, "wb") as file:
-        file.write(data)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)
+    except OSError as exc:
+        remove_if_there(temporary)
+        raise unwritable(path, exc) from exc
+
+
+def remove_if_there(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def fsync_file(fd: int, path: str) -> None:
+    """``fsync`` the file *fd*, opened as *path* (named by the error, a full disk's too)."""
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        raise unwritable(path, exc) from exc
+
+
+def unwritable(path: str, exc: OSError) -> IndexUnavailableError:
+    """A failed write (disk full, I/O error): like an unreachable server, the Scrapy
+    glue applies ``SIMHASH_ON_INDEX_ERROR`` (keep the page unchecked by default)."""
+    return IndexUnavailableError(f"cannot write {path}: {exc.strerror or exc}")
 
 
 def write_all(fd: int, data: bytes | memoryview) -> None:

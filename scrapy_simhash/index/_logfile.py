@@ -31,6 +31,7 @@ had 32-byte records without a sketch. Its entries cannot be confirmed
 from __future__ import annotations
 
 import json
+import os
 import struct
 import zlib
 from collections.abc import Sequence
@@ -198,11 +199,11 @@ def new_keys_header(generation: int) -> bytes:
     return _KEYS_HEADER.pack(KEYS_MAGIC, FORMAT_VERSION, generation)
 
 
-def read_header(path: str) -> dict[str, Any]:
-    """The JSON header of a fingerprints log, with its ``version``; :class:`IndexFormatError`
-    if it is not one."""
-    with open(path, "rb") as file:
-        head = file.read(HEADER_SIZE)
+def read_header(path: str, fd: int | None = None) -> dict[str, Any]:
+    """The JSON header of a fingerprints log (read from *fd* if given: the file a reader
+    opened, whatever was renamed to *path* since), with its ``version``;
+    :class:`IndexFormatError` if it is not one."""
+    head = _read_head(path, fd, HEADER_SIZE)
     if len(head) < _HEADER_PREFIX.size or not head.startswith(MAGIC):
         raise IndexFormatError(f"{path} is not a scrapy-simhash index: {RESET_HINT}")
     _, version, length, crc = _HEADER_PREFIX.unpack_from(head)
@@ -217,10 +218,10 @@ def read_header(path: str) -> dict[str, Any]:
     return {**json.loads(payload), "version": version}
 
 
-def check_keys_header(path: str, header: dict[str, Any]) -> None:
-    """Refuse a key file that is not the one of the log whose *header* was read."""
-    with open(path, "rb") as file:
-        head = file.read(KEYS_HEADER_SIZE)
+def check_keys_header(path: str, header: dict[str, Any], fd: int | None = None) -> None:
+    """Refuse a key file (read from *fd* if given) that is not the one of the log whose
+    *header* was read."""
+    head = _read_head(path, fd, KEYS_HEADER_SIZE)
     if len(head) < KEYS_HEADER_SIZE or not head.startswith(KEYS_MAGIC):
         raise IndexFormatError(f"{path} is not a scrapy-simhash key file: {RESET_HINT}")
     _, version, generation = _KEYS_HEADER.unpack(head)
@@ -231,3 +232,10 @@ def check_keys_header(path: str, header: dict[str, Any]) -> None:
             f"{path} is of generation {generation}, its log of generation {header.get('generation', 0)}: "
             f"files of two compactions mixed (copied by hand?): {RESET_HINT}"
         )
+
+
+def _read_head(path: str, fd: int | None, size: int) -> bytes:
+    if fd is not None:
+        return os.pread(fd, size, 0)
+    with open(path, "rb") as file:
+        return file.read(size)

@@ -27,16 +27,20 @@ import numpy.typing as npt
 
 from . import _logfile as lf
 from ._checkpoint import Checkpoint
+from ._files import read_into
 from .base import IndexFormatError
 
 
 @dataclass(frozen=True)
 class LogContents:
-    """The records kept, and how many bytes of the log's tail were dropped."""
+    """The records kept, how many bytes of the log's tail were dropped, and how many bytes
+    the checkpoint said were on disk that the log and ``keys.log`` no longer hold."""
 
     records: npt.NDArray[Any]
     truncated_bytes: int
     ops: npt.NDArray[np.uint8]  # the records' ops (a column read once)
+    synced_log_bytes_missing: int = 0
+    synced_key_bytes_missing: int = 0
 
     @property
     def valid_size(self) -> int:
@@ -44,32 +48,47 @@ class LogContents:
 
 
 def read_records(
-    path: str, keys_path: str, checkpoint: Checkpoint | None, check_keys: bool = True, mapped: bool = False
+    files: tuple[int, int], paths: tuple[str, str], checkpoint: Checkpoint | None,
+    check_keys: bool = True, mapped: bool = False,
 ) -> LogContents:
-    """The whole records of the log at *path*, whose keys are in *keys_path*.
+    """The whole records of the log open as ``files[0]``, whose keys are in ``files[1]``
+    (*paths*: their names, for messages and the map).
 
     *check_keys*: the records hold their keys' CRCs (format 3). Without a *checkpoint*
     every record is checked as a tail. *mapped*: the records are a copy-on-write memory map
     of the log, not a copy of it (6.4 GB at 100M entries); only for the store's writer, whose
-    lock keeps any other process from cutting the file under the map.
+    lock keeps any other process from cutting or renaming the file under the map.
     """
-    size = os.path.getsize(path)
+    (log_fd, keys_fd), (path, keys_path) = files, paths
+    size = os.fstat(log_fd).st_size
     # The key file's size after the log's: a reader beside a live writer then sees
     # every key of the records it reads (keys are written before their records).
-    keys_size = os.path.getsize(keys_path)
+    keys_size = os.fstat(keys_fd).st_size
     count = max(0, size - lf.HEADER_SIZE) // lf.RECORD.itemsize
+    records: npt.NDArray[Any]
     if mapped and count:
         records = np.memmap(path, dtype=lf.RECORD, mode="c", offset=lf.HEADER_SIZE, shape=(count,))
     else:
-        records = np.fromfile(path, dtype=lf.RECORD, count=count, offset=lf.HEADER_SIZE)
+        records = _read_all(log_fd, count)
+        count = len(records)
     synced = 0 if checkpoint is None else min(count, (checkpoint.log_size - lf.HEADER_SIZE) // lf.RECORD.itemsize)
     checked, keyed, ops = lf.record_checks(records, keys_size)
     end = _first_false(checked, synced, f"{path} has a corrupt record")
     end = _first_false(keyed[:end], synced, f"{keys_path} is damaged: it ends ({keys_size} bytes) before the key of record")
     if check_keys and end > synced:
-        with open(keys_path, "rb") as keys:
-            end = synced + _keys_whole(keys.fileno(), records[synced:end])
-    return LogContents(records[:end], size - lf.HEADER_SIZE - end * lf.RECORD.itemsize, ops[:end])
+        end = synced + _keys_whole(keys_fd, records[synced:end])
+    log_missing, keys_missing = (0, 0) if checkpoint is None else (
+        max(0, checkpoint.log_size - size), max(0, checkpoint.keys_size - keys_size))
+    return LogContents(
+        records[:end], size - lf.HEADER_SIZE - end * lf.RECORD.itemsize, ops[:end], log_missing, keys_missing
+    )
+
+
+def _read_all(fd: int, count: int) -> npt.NDArray[Any]:
+    """The first *count* records of the log open as *fd* (fewer if it was cut meanwhile)."""
+    records = np.empty(count, dtype=lf.RECORD)
+    read = read_into(fd, records.view(np.uint8).data, lf.HEADER_SIZE)
+    return records[: read // lf.RECORD.itemsize]
 
 
 def _first_false(good: npt.NDArray[np.bool_], synced: int, damage: str) -> int:

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._buckets import SortedBuckets
-from ._files import read_into
+from ._files import read_into, remove_if_there
 from ._key_lookup import KeyArrays
 from ._tables import TableDesign, make_design
 
@@ -72,11 +72,15 @@ def write_snapshot(path: str, tables: SortedBuckets, key_lookup: KeyArrays | Non
     header = _HEADER.pack(_MAGIC, _VERSION, design.max_distance, len(design.blocks), design.prefix_bits,
                           len(tables), key_lookup is not None, fingerprints_crc, _crc_of(arrays))
     temporary = path + ".tmp"
-    with open(temporary, "wb") as file:
-        file.write(header + _CRC.pack(zlib.crc32(header)))
-        for array in arrays:
-            file.write(memoryview(array).cast("B"))  # (no fsync: a torn snapshot is only ignored)
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "wb") as file:
+            file.write(header + _CRC.pack(zlib.crc32(header)))
+            for array in arrays:
+                file.write(memoryview(array).cast("B"))  # (no fsync: a torn snapshot is only ignored)
+        os.replace(temporary, path)
+    except OSError:
+        remove_if_there(temporary)  # (a full disk: a part of a snapshot is only room taken)
+        raise
 
 
 def read_snapshot(path: str, fingerprints: npt.NDArray[np.uint64], design: TableDesign) -> Snapshot | None:

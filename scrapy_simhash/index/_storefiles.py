@@ -11,25 +11,31 @@ nothing), finishes a compaction a crash interrupted, reads the records back
 from __future__ import annotations
 
 import datetime
+import errno
 import logging
 import os
 import socket
 import time
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _logfile as lf
-from ._checkpoint import Checkpoint, read_checkpoint, write_checkpoint
-from ._compaction import NEW, compact, finish_interrupted, worth_compacting
-from ._files import fsync_directory, lock_directory, write_new
+from ._checkpoint import CHECKPOINT_NAME, Checkpoint, read_checkpoint, write_checkpoint
+from ._compaction import NEW, compact, finish_interrupted, log_to_read, worth_compacting
+from ._files import fsync_directory, fsync_file, lock_directory, remove_if_there, write_new
 from ._replay import LogContents, live_entries, read_records
 from ._storage import decode_key
-from .base import IndexFormatError, signature_difference
+from .base import IndexFormatError, IndexUnavailableError, signature_difference
 
 logger = logging.getLogger(__name__)
 
 LOG_NAME, KEYS_NAME = "fingerprints.log", "keys.log"
+#: A reader's waits before it opens again, when a compaction's renames met its open.
+_REOPEN_DELAYS = (0.005, 0.02, 0.05, 0.1, 0.2)
+#: A full disk (or quota, or file size limit): a store can still be read.
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 class StoreFiles:
@@ -43,6 +49,7 @@ class StoreFiles:
         *compaction*: ``None``, rewrite the store when most of its records are dead;
         ``True``, rewrite it; ``False``, never."""
         self.directory, self.read_only = directory, read_only
+        self._write_failed = False  # (a write error was raised or logged: close only warns if it cannot sync)
         self._synced_at = self._checkpointed_at = time.monotonic()
         self.log_path = os.path.join(directory, LOG_NAME)
         self.keys_path = os.path.join(directory, KEYS_NAME)
@@ -53,6 +60,9 @@ class StoreFiles:
         try:
             contents = self._open(signature, reset)
             self.truncated_bytes = contents.truncated_bytes
+            self.synced_bytes_missing = contents.synced_log_bytes_missing + contents.synced_key_bytes_missing
+            if self.synced_bytes_missing:
+                self._warn_synced_bytes_missing(contents)
             return self._live(contents, compaction)
         except BaseException:
             self._close_files()
@@ -60,7 +70,9 @@ class StoreFiles:
 
     def _open(self, signature: str, reset: bool) -> LogContents:
         """Check and read the files; with *reset*, replace files that cannot be read."""
-        self.log_path = finish_interrupted(self.log_path, self.keys_path, self.read_only)
+        if self.read_only:
+            return self._open_to_read(signature)
+        finish_interrupted(self.log_path, self.keys_path)
         if not os.path.exists(self.log_path):
             self._create(signature)
         try:
@@ -73,6 +85,42 @@ class StoreFiles:
             self._create(signature)
             return self._read()
 
+    def _open_to_read(self, signature: str) -> LogContents:
+        """Open the files without changing any. A compaction renames new files over the
+        old ones, keys first: a reader that opened one file before a rename and one after
+        (a log and keys of two generations, a file gone) opens again; the files settle in
+        milliseconds. An error in files that did not move is the files' own."""
+        for delay in (*_REOPEN_DELAYS, None):
+            before = _file_identities(self.directory)
+            try:
+                return self._read_pair(signature)
+            except (IndexFormatError, FileNotFoundError) as exc:
+                moved = _file_identities(self.directory) != before
+                if not moved or delay is None:
+                    raise _unsettled(self.directory, exc) if moved else exc
+            time.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _read_pair(self, signature: str) -> LogContents:
+        """Open the log and its key file, then check and read what is open: whatever is
+        renamed over them afterwards, the reader holds one generation's pair."""
+        base = os.path.join(self.directory, LOG_NAME)
+        self.log_path = log_to_read(base, self.keys_path)
+        self._close_fds()
+        self._log_fd = os.open(self.log_path, os.O_RDONLY)
+        self._fds.append(self._log_fd)
+        self.header: dict[str, Any] = lf.read_header(self.log_path, self._log_fd)
+        try:
+            self._keys_fd = os.open(self.keys_path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise IndexFormatError(f"{self.keys_path} is missing: {lf.RESET_HINT}") from None
+        self._fds.append(self._keys_fd)
+        lf.check_keys_header(self.keys_path, self.header, self._keys_fd)
+        self.check_signature(signature)
+        contents = self._read_log(check_keys=True)
+        self._key_end = os.fstat(self._keys_fd).st_size
+        return contents
+
     def _read(self) -> LogContents:
         self._reopen_files()
         contents = self._read_log(check_keys=True)
@@ -80,17 +128,18 @@ class StoreFiles:
         return contents
 
     def _reopen_files(self) -> None:
-        for fd in self._fds:
-            os.close(fd)
+        self._close_fds()
         mode = os.O_RDONLY if self.read_only else os.O_RDWR | os.O_APPEND
         self._log_fd = os.open(self.log_path, mode)
+        self._fds.append(self._log_fd)
         self._keys_fd = os.open(self.keys_path, mode)
-        self._fds = [self._log_fd, self._keys_fd]
+        self._fds.append(self._keys_fd)
 
     def _read_log(self, check_keys: bool) -> LogContents:
         checkpoint = read_checkpoint(self.directory, self.generation)
         format_3 = self.header["version"] == lf.FORMAT_VERSION
-        return read_records(self.log_path, self.keys_path, checkpoint, check_keys and format_3, not self.read_only)
+        files, paths = (self._log_fd, self._keys_fd), (self.log_path, self.keys_path)
+        return read_records(files, paths, checkpoint, check_keys and format_3, not self.read_only)
 
     def _live(self, contents: LogContents, compaction: bool | None) -> tuple[npt.NDArray, npt.NDArray[np.uint8]]:
         """The live entries and the namespaces of *contents*, and their ops; a writer also
@@ -115,8 +164,36 @@ class StoreFiles:
             self.header = compact(self.log_path, self.keys_path, self._keys_fd, self.header, records)
             self._reopen_files()
             self._key_end = os.fstat(self._keys_fd).st_size
-        self.flush()
+        self._checkpoint_at_open(contents)
         return records, ops
+
+    def _checkpoint_at_open(self, contents: LogContents) -> None:
+        """Sync and checkpoint what the open kept. On a full disk the store still opens (its
+        entries are there to check against; each write then fails, naming its file), the old
+        checkpoint kept, unless it covers bytes the files lost (:func:`_warn_synced_bytes_missing`)."""
+        try:
+            self.flush()
+        except IndexUnavailableError as exc:
+            if not isinstance(exc.__cause__, OSError) or exc.__cause__.errno not in _NO_SPACE:
+                raise
+            logger.warning("Opening %(directory)s without a new checkpoint: %(error)s", {"directory": self.directory, "error": str(exc)})  # (its text: the error would keep the mapped files alive)
+            self._write_failed = True
+            if self.synced_bytes_missing:
+                remove_if_there(os.path.join(self.directory, CHECKPOINT_NAME))
+
+    def _warn_synced_bytes_missing(self, contents: LogContents) -> None:
+        """The files are shorter than the checkpoint says they were when synced: not a
+        crash's torn tail but damage (a disk's, a copy cut short). What is left is kept."""
+        log_bytes, key_bytes = contents.synced_log_bytes_missing, contents.synced_key_bytes_missing
+        shorter = [
+            *([f"{self.log_path} by {log_bytes} bytes ({-(-log_bytes // lf.RECORD.itemsize)} records)"] if log_bytes else []),
+            *([f"{self.keys_path} by {key_bytes} bytes"] if key_bytes else []),
+        ]
+        logger.warning(
+            "Entries synced to disk are lost: %(shorter)s shorter than %(checkpoint)s says they were synced"
+            " (damage, or a copy cut short); the rest of the store is kept",
+            {"shorter": " and ".join(shorter), "checkpoint": os.path.join(self.directory, CHECKPOINT_NAME)},
+        )
 
     @property
     def generation(self) -> int:
@@ -124,7 +201,7 @@ class StoreFiles:
         return int(self.header.get("generation", 0))
 
     def _check(self, signature: str) -> None:
-        self.header: dict[str, object] = lf.read_header(self.log_path)
+        self.header = lf.read_header(self.log_path)
         if not os.path.exists(self.keys_path):
             raise IndexFormatError(f"{self.keys_path} is missing: {lf.RESET_HINT}")
         lf.check_keys_header(self.keys_path, self.header)
@@ -162,8 +239,8 @@ class StoreFiles:
             self._sync(checkpoint=True)
 
     def _sync(self, checkpoint: bool) -> None:
-        os.fsync(self._keys_fd)  # keys first: a record is never on disk without its key
-        os.fsync(self._log_fd)
+        fsync_file(self._keys_fd, self.keys_path)  # keys first: a record is never on disk without its key
+        fsync_file(self._log_fd, self.log_path)
         self._synced_at = time.monotonic()
         if checkpoint:
             sizes = os.fstat(self._log_fd).st_size, os.fstat(self._keys_fd).st_size
@@ -177,10 +254,36 @@ class StoreFiles:
     def _key_of(self, record: np.void) -> str:
         return decode_key(self._key_bytes(record))
 
-    def _close_files(self) -> None:
+    def _close_fds(self) -> None:
         for fd in self._fds:
             os.close(fd)
+        self._fds = []
+
+    def _close_files(self) -> None:
+        self._close_fds()
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
-        self._fds = []
+
+
+def _file_identities(directory: str) -> tuple[tuple[int, int] | None, ...]:
+    """Which files the store's names (and a compaction's new files) are now: a rename changes it."""
+    return tuple(_identity(os.path.join(directory, name)) for name in _STORE_NAMES)
+
+
+_STORE_NAMES = (LOG_NAME, KEYS_NAME, LOG_NAME + NEW, KEYS_NAME + NEW)
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return status.st_dev, status.st_ino
+
+
+def _unsettled(directory: str, exc: BaseException) -> IndexUnavailableError:
+    return IndexUnavailableError(
+        f"{directory} kept changing while it was read (a compaction running beside?), {len(_REOPEN_DELAYS) + 1}"
+        f" times: {exc}; try again"
+    )

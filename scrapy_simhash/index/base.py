@@ -237,12 +237,20 @@ class SimhashIndex(ABC):
             yield fingerprint, key, None
 
     def add_many(self, items: Iterable[tuple[int, str]]) -> None:
-        """Store many pairs unconditionally (bulk load, import)."""
+        """Store many pairs unconditionally (bulk load, import).
+
+        The memory and disk indexes check every pair before they store any: a bad one
+        (a fingerprint out of range, a key not a ``str``) raises and stores none. Redis
+        stores them in batches of 1,000 as they come, so a bad one stores none of its batch, and
+        the batches before it are stored. (This default, one :meth:`add` at a time, stores
+        those before the bad one.)
+        """
         for fingerprint, key in items:
             self.add(fingerprint, key)
 
     def add_entries(self, entries: Iterable[tuple[int, str, bytes | None]]) -> None:
-        """Store many ``(fingerprint, key, sketch)`` unconditionally (import)."""
+        """Store many ``(fingerprint, key, sketch)`` unconditionally (import); a bad entry:
+        as :meth:`add_many` says."""
         for fingerprint, key, sketch in entries:
             self.add(fingerprint, key, sketch)
 

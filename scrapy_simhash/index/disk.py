@@ -157,6 +157,7 @@ class DiskIndex(SimhashIndex):
             "created_at": self._store.header.get("created_at"),
             "file_bytes": _file_bytes(self.path),
             "truncated_tail_bytes": self._store.truncated_bytes,
+            "synced_bytes_missing": self._store.synced_bytes_missing,
         }
 
     def bucket_stats(self) -> dict[str, Any]:

@@ -44,7 +44,7 @@ from ._pages import one_call, take_turn
 from ._release import release_all
 from ._sketches import SketchStore
 from ._growable import GrowableArray
-from ._storage import KeyStore, entry_columns, fingerprint_array
+from ._storage import KeyStore, encode_key, entry_columns, fingerprint_array
 from ._tables import TableDesign
 from ._tombstones import Tombstones
 from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, Verdict
@@ -165,8 +165,9 @@ class MemoryIndex(CompactingRows, SimhashIndex):
     def add_entries(self, entries: Iterable[tuple[int, str, bytes | None]]) -> None:
         rows = list(entries)
         if len(rows) < _MIN_BUFFER:
-            for fingerprint, key, sketch in rows:
-                self.add(fingerprint, key, sketch)
+            checked = [_checked_entry(*row) for row in rows]  # all before any is stored, as in bulk
+            for fingerprint, key, sketch in checked:
+                self._append(fingerprint, key, sketch)
             return
         fps = fingerprint_array([fingerprint for fingerprint, _, _ in rows])
         new_keys = KeyStore.from_keys(key for _, key, _ in rows)  # validates before storing
@@ -332,3 +333,8 @@ class MemoryIndex(CompactingRows, SimhashIndex):
         else:
             self._tables = BufferedTables(built, len(built))
             self._tables.merge_now(fingerprints[len(built) :], self.design)
+
+
+def _checked_entry(fingerprint: int, key: str, sketch: bytes | None) -> tuple[int, str, bytes | None]:
+    encode_key(key)  # (raises for a key that is not a str)
+    return check_fingerprint(fingerprint), key, check_sketch(sketch)
