@@ -249,6 +249,22 @@ def test_a_line_that_is_not_utf8_is_skipped_not_fatal(
     assert f"{source}:2: skipped, not UTF-8" in err
 
 
+def test_an_id_with_a_lone_surrogate_is_written_as_the_escape_it_was_read_from(
+    pages: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "\ud800" is valid JSON and a valid str, but has no UTF-8: it stopped the run part-way.
+    source = tmp_path / "pages.jsonl"
+    source.write_text(json.dumps({"id": "a\ud800b", "html": pages["original"].read_text()}) + "\n")
+    output = tmp_path / "out.jsonl"
+    status, _, err = run_cli(capsys, "dedup", str(source), "-o", str(output), "--index", str(tmp_path / "index"), "-q")
+    assert status == 0, err
+    assert '"id": "a\\ud800b"' in output.read_text(encoding="utf-8")
+    assert json.loads(output.read_text(encoding="utf-8"))["id"] == "a\ud800b"
+    status, out, err = run_cli(capsys, "fingerprint", "--jsonl", str(source), "-q")
+    assert status == 0, err
+    assert json.loads(out)["id"] == "a\ud800b"
+
+
 def test_a_truncated_gzip_is_named_after_the_lines_it_held(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "pages.jsonl.gz"
     lines = "".join(json.dumps({"id": str(i), "text": f"page number {i} " * 20}) + "\n" for i in range(2000))

@@ -71,6 +71,17 @@ def test_import_skips_bad_lines_and_near_duplicates(tmp_path: Path, capsys) -> N
         assert sorted(index.items()) == [(0xF0, "a"), (2**64 - 1, "c")]
 
 
+def test_a_key_with_a_lone_surrogate_goes_through_export_and_import(tmp_path: Path) -> None:
+    key = "https://site/\udcff"  # a key import accepts (JSON "\udcff") and a store keeps
+    with open_index(tmp_path / "source") as index:
+        index.add_many([(0xF0, key), (0xF0F0, "plain")])
+    exported = tmp_path / "out.jsonl"
+    assert main(["export", str(tmp_path / "source"), str(exported)]) == 0
+    assert main(["import", str(exported), str(tmp_path / "copy")]) == 0
+    with open_index(tmp_path / "copy") as index:
+        assert sorted(index.items()) == [(0xF0, key), (0xF0F0, "plain")]
+
+
 @pytest.mark.parametrize("command", ["inspect", "export"])
 def test_reading_a_missing_index_fails_without_creating_one(command: str, tmp_path: Path, capsys) -> None:
     missing = tmp_path / "typo"
