@@ -223,6 +223,25 @@ def test_dedup_reports_bad_input_and_bad_options_without_a_traceback(
     assert status == 1 and "max_distance" in err
 
 
+def test_dedup_of_a_missing_input_creates_no_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run_cli(capsys, "dedup", str(tmp_path / "missing.jsonl"), "--index", str(tmp_path / "index"))
+    assert status == 1 and "missing.jsonl: No such file or directory" in err
+    assert not (tmp_path / "index").exists()
+
+
+def test_dedup_refuses_to_write_over_its_input(
+    pages: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "pages.jsonl"
+    source.write_text(json.dumps({"id": "a", "html": pages["original"].read_text()}) + "\n")
+    before = source.read_bytes()
+    (tmp_path / "link.jsonl").symlink_to(source)  # the same file by another name
+    for output in (source, tmp_path / "link.jsonl", tmp_path / "." / "pages.jsonl"):
+        status, _, err = run_cli(capsys, "dedup", str(source), "-o", str(output), "--index", str(tmp_path / "index"))
+        assert status == 1 and f"{output}: the output is the input file" in err
+    assert source.read_bytes() == before and not (tmp_path / "index").exists()
+
+
 def test_wildcard_bits_reach_the_fingerprinter(
     pages: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
