@@ -126,6 +126,41 @@ def test_a_redis_namespace_with_a_ttl_is_read_with_ttl(redis_url: str, tmp_path:
     assert json.loads(exported.read_text()) == {"fingerprint": to_hex(0xF0), "key": "a"}
 
 
+@pytest.mark.parametrize("ttl", ["inf", "1e30", "nan", "-1", "0.5", "abc"])
+def test_a_bad_ttl_is_a_command_line_error_and_writes_nothing(
+    ttl: str, redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"fingerprint": to_hex(0xF0), "key": "a"}) + "\n")
+    with pytest.raises(SystemExit) as exit_status:
+        main(["import", str(source), redis_url, "--namespace", "badttl", "--ttl", ttl])
+    assert exit_status.value.code == 2 and "argument --ttl: " in capsys.readouterr().err
+    client = redis.Redis.from_url(redis_url)
+    assert not client.keys("simhash:badttl:*")
+    client.close()
+
+
+def test_a_ttl_for_a_disk_store_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"fingerprint": to_hex(0xF0), "key": "a"}) + "\n")
+    assert main(["import", str(source), str(tmp_path / "store"), "--ttl", "60"]) == 1
+    assert "--ttl is for a redis:// index" in capsys.readouterr().err
+    assert not (tmp_path / "store").exists()
+
+
+def test_what_redis_refuses_is_one_line_not_a_traceback(redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    client = redis.Redis.from_url(redis_url)
+    client.set("simhash:foreign:meta", "not ours")  # WRONGTYPE to our scripts
+    assert main(["inspect", redis_url, "--namespace", "foreign"]) == 1
+    assert capsys.readouterr().err.startswith("scrapy-simhash: inspect: WRONGTYPE")
+    client.delete("simhash:foreign:meta")
+    client.close()
+    assert main(["inspect", redis_url.rpartition("/")[0] + "/99999"]) == 1  # no such database
+    assert capsys.readouterr().err == "scrapy-simhash: inspect: DB index is out of range\n"
+    assert main(["inspect", redis_url.rpartition("/")[0] + "/abc"]) == 1
+    assert "a Redis URL's path is its database number" in capsys.readouterr().err
+
+
 def test_inspect_reads_a_store_a_crawl_holds(disk_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with open_index(disk_store, namespace="books"):  # the crawl's lock: inspect needs none
         assert main(["inspect", str(disk_store), "--namespace", "books", "--json"]) == 0

@@ -23,6 +23,7 @@ from typing import Any
 from ..core.fingerprint import from_hex, to_hex
 from ..core.sketch import check_sketch
 from ..index import DiskIndex, SimhashIndex, is_shared_spec, open_index
+from ..index.base import check_ttl
 from ..index.disk import compact_store
 from ._common import add_distance_argument, add_similarity_argument
 from ._io import open_output, read_jsonl, warn, write_jsonl
@@ -81,18 +82,37 @@ def add_parser(subparsers: Any) -> None:
 def _index_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument(name, metavar="INDEX", help="an index directory or a redis:// URL")
     parser.add_argument("--namespace", default="", help="the namespace (scope) to use (default: none)")
-    parser.add_argument("--ttl", type=float, metavar="SECONDS",
+    parser.add_argument("--ttl", type=ttl_seconds, metavar="SECONDS",
                         help="the SIMHASH_TTL a Redis namespace was created with (default: none)")
     add_distance_argument(parser)
     add_similarity_argument(parser)
 
 
+def ttl_seconds(text: str) -> float:
+    """The value of ``--ttl``: a bad one is a command-line error, as a value not a number is."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    try:
+        return check_ttl(seconds, "a TTL")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _check_ttl_is_for_redis(args: argparse.Namespace) -> None:
+    if args.ttl is not None and not is_shared_spec(args.index):
+        raise ValueError(f"--ttl is for a redis:// index (SIMHASH_TTL): {args.index} keeps its entries for ever")
+
+
 def _open(args: argparse.Namespace, **kwargs: Any) -> SimhashIndex:
+    _check_ttl_is_for_redis(args)
     return open_index(args.index, max_distance=args.max_distance, min_similarity=args.min_similarity,
                       namespace=args.namespace, ttl=args.ttl, **kwargs)
 
 
 def _open_existing(args: argparse.Namespace) -> SimhashIndex:
+    _check_ttl_is_for_redis(args)
     return open_existing(args.index, max_distance=args.max_distance, min_similarity=args.min_similarity,
                          namespace=args.namespace, ttl=args.ttl)
 
