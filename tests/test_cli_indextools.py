@@ -161,6 +161,22 @@ def test_what_redis_refuses_is_one_line_not_a_traceback(redis_url: str, capsys: 
     assert "a Redis URL's path is its database number" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", ["import", "inspect", "export"])
+def test_memory_names_the_in_memory_index_as_everywhere_and_is_refused(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with open_index(tmp_path / "memory") as index:  # a directory of that name: ./memory
+        index.add(0xF0, "a")
+    (tmp_path / "in.jsonl").write_text(json.dumps({"fingerprint": to_hex(0xF1), "key": "b"}) + "\n")
+    argv = {"import": ["in.jsonl", "memory"], "inspect": ["memory"], "export": ["memory", "out.jsonl"]}[command]
+    assert main([command, *argv]) == 1  # it imported into a throwaway index, or read ./memory
+    assert "'memory' is a fresh in-memory index" in capsys.readouterr().err
+    assert main([command, *(["./memory" if arg == "memory" else arg for arg in argv])]) == 0
+    with open_index(tmp_path / "memory") as index:
+        assert len(index) == (2 if command == "import" else 1)
+
+
 def test_inspect_reads_a_store_a_crawl_holds(disk_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with open_index(disk_store, namespace="books"):  # the crawl's lock: inspect needs none
         assert main(["inspect", str(disk_store), "--namespace", "books", "--json"]) == 0

@@ -100,19 +100,24 @@ def ttl_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _check_ttl_is_for_redis(args: argparse.Namespace) -> None:
+def _check_stored(args: argparse.Namespace) -> None:
+    """Refuse what holds nothing to read and keeps nothing written: ``memory``, which names a
+    fresh in-memory index everywhere (open_index, SIMHASH_INDEX, dedup --index)."""
+    if args.index == "memory":
+        raise ValueError("'memory' is a fresh in-memory index, gone when the command ends: "
+                         "give an index directory (./memory for one of that name) or a redis:// URL")
     if args.ttl is not None and not is_shared_spec(args.index):
         raise ValueError(f"--ttl is for a redis:// index (SIMHASH_TTL): {args.index} keeps its entries for ever")
 
 
 def _open(args: argparse.Namespace, **kwargs: Any) -> SimhashIndex:
-    _check_ttl_is_for_redis(args)
+    _check_stored(args)
     return open_index(args.index, max_distance=args.max_distance, min_similarity=args.min_similarity,
                       namespace=args.namespace, ttl=args.ttl, **kwargs)
 
 
 def _open_existing(args: argparse.Namespace) -> SimhashIndex:
-    _check_ttl_is_for_redis(args)
+    _check_stored(args)
     return open_existing(args.index, max_distance=args.max_distance, min_similarity=args.min_similarity,
                          namespace=args.namespace, ttl=args.ttl)
 
