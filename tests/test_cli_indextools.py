@@ -82,6 +82,24 @@ def test_a_key_with_a_lone_surrogate_goes_through_export_and_import(tmp_path: Pa
         assert sorted(index.items()) == [(0xF0, key), (0xF0F0, "plain")]
 
 
+def test_import_reports_a_key_or_fingerprint_that_is_not_a_string(tmp_path: Path, capsys) -> None:
+    lines = [
+        {"fingerprint": to_hex(0xF0), "key": None},
+        {"fingerprint": to_hex(0xF0), "key": 42},
+        {"fingerprint": to_hex(0xF0), "key": ["list"]},
+        {"fingerprint": 14, "key": "number"},  # it was read as hex 0x14
+        {"fingerprint": to_hex(0xF0F0), "key": "good"},
+    ]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert main(["import", str(source), str(tmp_path / "store")]) == 0
+    err = capsys.readouterr().err
+    assert all(f"in.jsonl:{number}: skipped" in err for number in range(1, 5)) and "in.jsonl:5" not in err
+    assert "'key' is a string, not NoneType" in err and "'fingerprint' is a string, not int" in err
+    with open_index(tmp_path / "store") as index:
+        assert list(index.items()) == [(0xF0F0, "good")]
+
+
 @pytest.mark.parametrize("command", ["inspect", "export"])
 def test_reading_a_missing_index_fails_without_creating_one(command: str, tmp_path: Path, capsys) -> None:
     missing = tmp_path / "typo"

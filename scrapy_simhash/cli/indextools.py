@@ -243,14 +243,22 @@ def export_line(fingerprint: int, key: str, sketch: bytes | None) -> dict[str, s
 def _entries(path: str, records: Iterator[Record]) -> Iterator[Entry]:
     for number, record in records:
         try:
-            fingerprint = from_hex(str(record["fingerprint"]))
-            key = record["key"]
+            fingerprint = from_hex(_string_field(record, "fingerprint"))
+            key = _string_field(record, "key")
             sketch = _sketch_field(record.get("sketch"))
         except (KeyError, ValueError, TypeError) as exc:
             warn(f"{path}:{number}: skipped, needs a hex 'fingerprint', a 'key' and, if any, "
                  f"a hex 'sketch' ({exc})")
             continue
-        yield fingerprint, str(key), sketch
+        yield fingerprint, key, sketch
+
+
+def _string_field(record: dict[str, Any], name: str) -> str:
+    # Not str(value): a key null would be stored as "None", a fingerprint 14 read as hex 0x14.
+    value = record[name]
+    if not isinstance(value, str):
+        raise TypeError(f"{name!r} is a string, not {type(value).__name__}")
+    return value
 
 
 def _sketch_field(value: object) -> bytes | None:
