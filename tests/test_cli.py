@@ -187,6 +187,12 @@ def test_evaluate_on_files_with_nothing_to_score_says_so(tmp_path: Path, capsys:
     assert status == 1 and out == "" and "no page could be fingerprinted" in err
 
 
+def test_compare_of_a_missing_file_is_an_error_in_the_data(pages: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # README: exit 1 and "scrapy-simhash: <command>: <message>" (it was 2, the command not named)
+    status, _, err = run_cli(capsys, "compare", "nope.html", str(pages["original"]))
+    assert status == 1 and err == "scrapy-simhash: compare: nope.html: No such file or directory\n"
+
+
 def test_compare_says_which_page_it_could_not_fingerprint(
     pages: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:

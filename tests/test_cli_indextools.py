@@ -45,6 +45,14 @@ def test_inspect_reports_size_design_buckets_and_distances(disk_store: Path, cap
     assert report["nearest_neighbour_distances"] == {"2": 2 * copies, "none": len(pairs) - 2 * copies}
 
 
+@pytest.mark.parametrize("sample", ["-5", "many"])
+def test_inspect_sample_is_a_count(sample: str, disk_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_status:  # not islice's own message, from inside the run
+        main(["inspect", str(disk_store), "--namespace", "books", "--sample", sample])
+    assert exit_status.value.code == 2
+    assert f"argument --sample: a number of entries, 0 or more, not '{sample}'" in capsys.readouterr().err
+
+
 def test_export_then_import_moves_a_disk_store_into_redis(disk_store: Path, redis_url: str, tmp_path: Path) -> None:
     exported = tmp_path / "out.jsonl.gz"
     assert main(["export", str(disk_store), str(exported), "--namespace", "books"]) == 0

@@ -41,7 +41,7 @@ def add_parser(subparsers: Any) -> None:
         "store is read without its lock and not changed.",
     )
     _index_arguments(inspect, "index")
-    inspect.add_argument("--sample", type=int, default=1000,
+    inspect.add_argument("--sample", type=entry_count, default=1000,
                          help="entries whose nearest neighbour is measured (default: %(default)s)")
     inspect.add_argument("--json", action="store_true", help="one JSON object instead of text")
     inspect.set_defaults(func=run_inspect)
@@ -86,6 +86,17 @@ def _index_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                         help="the SIMHASH_TTL a Redis namespace was created with (default: none)")
     add_distance_argument(parser)
     add_similarity_argument(parser)
+
+
+def entry_count(text: str) -> int:
+    """The value of ``--sample``: a whole number, 0 or more."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"a number of entries, 0 or more, not {text!r}")
+    return count
 
 
 def ttl_seconds(text: str) -> float:
