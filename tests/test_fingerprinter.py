@@ -100,6 +100,23 @@ def test_bad_options_fail_fast(options: dict[str, object]) -> None:
         FingerprintOptions(**options)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    "name, value",
+    [("shingle_size", "3"), ("min_tokens", "3"), ("wildcard_bits", 2.5), ("shingle_size", True),
+     ("main_content", "yes"), ("template_suppression", 1), ("hash_key", "secret"), ("weighting", 3)],
+)
+def test_an_option_of_another_type_is_a_type_error_naming_it(name: str, value: object) -> None:
+    with pytest.raises(TypeError, match=f"^{name} must be ") as error:
+        FingerprintOptions(**{name: value})  # type: ignore[arg-type]
+    assert "secret" not in str(error.value)  # a hash key is never shown
+
+
+@pytest.mark.parametrize("method", ["from_html", "main_blocks"])
+def test_a_url_that_is_not_a_str_is_a_type_error_naming_it(method: str) -> None:
+    with pytest.raises(TypeError, match="^url must be a str or None, not bytes"):
+        getattr(Fingerprinter(), method)(f"<p>{ARTICLE}</p>", url=b"http://example.com/")
+
+
 def test_signature_names_what_changes_fingerprints() -> None:
     default = FingerprintOptions()
     assert default.signature() == FingerprintOptions(segmenter="char").signature()
