@@ -52,6 +52,17 @@ def test_skips(html: bytes | str, reason: str) -> None:
     assert result.skipped and result.skip_reason == reason
 
 
+@pytest.mark.parametrize("bom, codec", [(b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"),
+                                        (b"\xff\xfe\x00\x00", "utf-32-le")])
+def test_a_page_with_a_utf16_or_utf32_bom_is_read_by_it_not_skipped_as_binary(bom: bytes, codec: str) -> None:
+    # BOM first, as browsers read: its NULs made it "binary" before
+    page = f"<html><head><title>Caf\u00e9</title></head><body><p>{ARTICLE} \u00e9t\u00e9 \u4e2d\u6587</p></body></html>"
+    in_utf8 = Fingerprinter().from_html(page.encode())
+    result = Fingerprinter().from_html(bom + page.encode(codec))
+    assert result.fingerprint is not None and result == in_utf8
+    assert Fingerprinter().main_blocks(bom + page.encode(codec)) == Fingerprinter().main_blocks(page.encode())
+
+
 def test_from_text() -> None:
     result = Fingerprinter().from_text(ARTICLE)
     assert result.fingerprint is not None and result.tokens > 100
