@@ -18,7 +18,7 @@ from scrapy.utils.job import job_dir
 
 from .core.fingerprinter import FingerprintOptions
 from .index import check_index_spec
-from .index.base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, MAX_DISTANCE_LIMIT
+from .index.base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, MAX_DISTANCE_LIMIT, check_ttl
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -208,10 +208,7 @@ def _status_code(value: Any) -> int:
 def _ttl(settings: BaseSettings) -> float | None:
     if settings.get("SIMHASH_TTL") in (None, ""):
         return None
-    ttl: float = _read(settings, "SIMHASH_TTL", settings.getfloat, None)
-    if not (math.isfinite(ttl) and ttl >= 1):  # Redis expires whole seconds
-        raise ValueError(f"SIMHASH_TTL must be a number of seconds, at least 1, not {ttl!r}")
-    return ttl
+    return check_ttl(_read(settings, "SIMHASH_TTL", settings.getfloat, None), "SIMHASH_TTL")
 
 
 def _follow_dropped(settings: BaseSettings) -> FollowDropped:

@@ -187,6 +187,12 @@ def test_evaluate_on_files_with_nothing_to_score_says_so(tmp_path: Path, capsys:
     assert status == 1 and out == "" and "no page could be fingerprinted" in err
 
 
+def test_compare_of_a_missing_file_is_an_error_in_the_data(pages: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # README: exit 1 and "scrapy-simhash: <command>: <message>" (it was 2, the command not named)
+    status, _, err = run_cli(capsys, "compare", "nope.html", str(pages["original"]))
+    assert status == 1 and err == "scrapy-simhash: compare: nope.html: No such file or directory\n"
+
+
 def test_compare_says_which_page_it_could_not_fingerprint(
     pages: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -223,6 +229,25 @@ def test_dedup_reports_bad_input_and_bad_options_without_a_traceback(
     assert status == 1 and "max_distance" in err
 
 
+def test_dedup_of_a_missing_input_creates_no_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run_cli(capsys, "dedup", str(tmp_path / "missing.jsonl"), "--index", str(tmp_path / "index"))
+    assert status == 1 and "missing.jsonl: No such file or directory" in err
+    assert not (tmp_path / "index").exists()
+
+
+def test_dedup_refuses_to_write_over_its_input(
+    pages: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "pages.jsonl"
+    source.write_text(json.dumps({"id": "a", "html": pages["original"].read_text()}) + "\n")
+    before = source.read_bytes()
+    (tmp_path / "link.jsonl").symlink_to(source)  # the same file by another name
+    for output in (source, tmp_path / "link.jsonl", tmp_path / "." / "pages.jsonl"):
+        status, _, err = run_cli(capsys, "dedup", str(source), "-o", str(output), "--index", str(tmp_path / "index"))
+        assert status == 1 and f"{output}: the output is the input file" in err
+    assert source.read_bytes() == before and not (tmp_path / "index").exists()
+
+
 def test_wildcard_bits_reach_the_fingerprinter(
     pages: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -247,6 +272,22 @@ def test_a_line_that_is_not_utf8_is_skipped_not_fatal(
     assert status == 0
     assert [json.loads(line)["id"] for line in out.splitlines()] == ["a", "c"]
     assert f"{source}:2: skipped, not UTF-8" in err
+
+
+def test_an_id_with_a_lone_surrogate_is_written_as_the_escape_it_was_read_from(
+    pages: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "\ud800" is valid JSON and a valid str, but has no UTF-8: it stopped the run part-way.
+    source = tmp_path / "pages.jsonl"
+    source.write_text(json.dumps({"id": "a\ud800b", "html": pages["original"].read_text()}) + "\n")
+    output = tmp_path / "out.jsonl"
+    status, _, err = run_cli(capsys, "dedup", str(source), "-o", str(output), "--index", str(tmp_path / "index"), "-q")
+    assert status == 0, err
+    assert '"id": "a\\ud800b"' in output.read_text(encoding="utf-8")
+    assert json.loads(output.read_text(encoding="utf-8"))["id"] == "a\ud800b"
+    status, out, err = run_cli(capsys, "fingerprint", "--jsonl", str(source), "-q")
+    assert status == 0, err
+    assert json.loads(out)["id"] == "a\ud800b"
 
 
 def test_a_truncated_gzip_is_named_after_the_lines_it_held(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -45,6 +45,14 @@ def test_inspect_reports_size_design_buckets_and_distances(disk_store: Path, cap
     assert report["nearest_neighbour_distances"] == {"2": 2 * copies, "none": len(pairs) - 2 * copies}
 
 
+@pytest.mark.parametrize("sample", ["-5", "many"])
+def test_inspect_sample_is_a_count(sample: str, disk_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_status:  # not islice's own message, from inside the run
+        main(["inspect", str(disk_store), "--namespace", "books", "--sample", sample])
+    assert exit_status.value.code == 2
+    assert f"argument --sample: a number of entries, 0 or more, not '{sample}'" in capsys.readouterr().err
+
+
 def test_export_then_import_moves_a_disk_store_into_redis(disk_store: Path, redis_url: str, tmp_path: Path) -> None:
     exported = tmp_path / "out.jsonl.gz"
     assert main(["export", str(disk_store), str(exported), "--namespace", "books"]) == 0
@@ -69,6 +77,35 @@ def test_import_skips_bad_lines_and_near_duplicates(tmp_path: Path, capsys) -> N
     assert "in.jsonl:2" in err and "in.jsonl:3" in err and "skipped 1 near-duplicates" in err
     with open_index(tmp_path / "store") as index:
         assert sorted(index.items()) == [(0xF0, "a"), (2**64 - 1, "c")]
+
+
+def test_a_key_with_a_lone_surrogate_goes_through_export_and_import(tmp_path: Path) -> None:
+    key = "https://site/\udcff"  # a key import accepts (JSON "\udcff") and a store keeps
+    with open_index(tmp_path / "source") as index:
+        index.add_many([(0xF0, key), (0xF0F0, "plain")])
+    exported = tmp_path / "out.jsonl"
+    assert main(["export", str(tmp_path / "source"), str(exported)]) == 0
+    assert main(["import", str(exported), str(tmp_path / "copy")]) == 0
+    with open_index(tmp_path / "copy") as index:
+        assert sorted(index.items()) == [(0xF0, key), (0xF0F0, "plain")]
+
+
+def test_import_reports_a_key_or_fingerprint_that_is_not_a_string(tmp_path: Path, capsys) -> None:
+    lines = [
+        {"fingerprint": to_hex(0xF0), "key": None},
+        {"fingerprint": to_hex(0xF0), "key": 42},
+        {"fingerprint": to_hex(0xF0), "key": ["list"]},
+        {"fingerprint": 14, "key": "number"},  # it was read as hex 0x14
+        {"fingerprint": to_hex(0xF0F0), "key": "good"},
+    ]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert main(["import", str(source), str(tmp_path / "store")]) == 0
+    err = capsys.readouterr().err
+    assert all(f"in.jsonl:{number}: skipped" in err for number in range(1, 5)) and "in.jsonl:5" not in err
+    assert "'key' is a string, not NoneType" in err and "'fingerprint' is a string, not int" in err
+    with open_index(tmp_path / "store") as index:
+        assert list(index.items()) == [(0xF0F0, "good")]
 
 
 @pytest.mark.parametrize("command", ["inspect", "export"])
@@ -113,6 +150,57 @@ def test_a_redis_namespace_with_a_ttl_is_read_with_ttl(redis_url: str, tmp_path:
     exported = tmp_path / "out.jsonl"
     assert main(["export", redis_url, str(exported), "--namespace", "expiring", "--ttl", "3600"]) == 0
     assert json.loads(exported.read_text()) == {"fingerprint": to_hex(0xF0), "key": "a"}
+
+
+@pytest.mark.parametrize("ttl", ["inf", "1e30", "nan", "-1", "0.5", "abc"])
+def test_a_bad_ttl_is_a_command_line_error_and_writes_nothing(
+    ttl: str, redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"fingerprint": to_hex(0xF0), "key": "a"}) + "\n")
+    with pytest.raises(SystemExit) as exit_status:
+        main(["import", str(source), redis_url, "--namespace", "badttl", "--ttl", ttl])
+    assert exit_status.value.code == 2 and "argument --ttl: " in capsys.readouterr().err
+    client = redis.Redis.from_url(redis_url)
+    assert not client.keys("simhash:badttl:*")
+    client.close()
+
+
+def test_a_ttl_for_a_disk_store_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"fingerprint": to_hex(0xF0), "key": "a"}) + "\n")
+    assert main(["import", str(source), str(tmp_path / "store"), "--ttl", "60"]) == 1
+    assert "--ttl is for a redis:// index" in capsys.readouterr().err
+    assert not (tmp_path / "store").exists()
+
+
+def test_what_redis_refuses_is_one_line_not_a_traceback(redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    client = redis.Redis.from_url(redis_url)
+    client.set("simhash:foreign:meta", "not ours")  # WRONGTYPE to our scripts
+    assert main(["inspect", redis_url, "--namespace", "foreign"]) == 1
+    assert capsys.readouterr().err.startswith("scrapy-simhash: inspect: WRONGTYPE")
+    client.delete("simhash:foreign:meta")
+    client.close()
+    assert main(["inspect", redis_url.rpartition("/")[0] + "/99999"]) == 1  # no such database
+    assert capsys.readouterr().err == "scrapy-simhash: inspect: DB index is out of range\n"
+    assert main(["inspect", redis_url.rpartition("/")[0] + "/abc"]) == 1
+    assert "a Redis URL's path is its database number" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["import", "inspect", "export"])
+def test_memory_names_the_in_memory_index_as_everywhere_and_is_refused(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with open_index(tmp_path / "memory") as index:  # a directory of that name: ./memory
+        index.add(0xF0, "a")
+    (tmp_path / "in.jsonl").write_text(json.dumps({"fingerprint": to_hex(0xF1), "key": "b"}) + "\n")
+    argv = {"import": ["in.jsonl", "memory"], "inspect": ["memory"], "export": ["memory", "out.jsonl"]}[command]
+    assert main([command, *argv]) == 1  # it imported into a throwaway index, or read ./memory
+    assert "'memory' is a fresh in-memory index" in capsys.readouterr().err
+    assert main([command, *(["./memory" if arg == "memory" else arg for arg in argv])]) == 0
+    with open_index(tmp_path / "memory") as index:
+        assert len(index) == (2 if command == "import" else 1)
 
 
 def test_inspect_reads_a_store_a_crawl_holds(disk_store: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -73,3 +73,31 @@ def test_a_damaged_archive_is_an_error_line_not_a_traceback(tmp_path: Path, caps
     archive.write_bytes(b"\x1f\x8b not really gzip")
     assert main(["dedup", str(archive), "-q"]) == 1
     assert "scrapy-simhash: dedup: " in capsys.readouterr().err
+
+
+def record_span(archive: Path, number: int) -> tuple[int, int]:
+    """Where record *number* (from 1) of *archive* starts, and its length there."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    with open(archive, "rb") as stream:
+        records = ArchiveIterator(stream)
+        for seen, _ in enumerate(records, start=1):
+            if seen == number:
+                return records.get_record_offset(), records.get_record_length()
+    raise AssertionError(f"no record {number}")
+
+
+@pytest.mark.parametrize("name", ["crawl.warc", "crawl.warc.gz"])
+@pytest.mark.parametrize("where", ["body", "headers"])
+def test_a_truncated_archive_is_an_error_and_its_cut_off_record_is_not_fingerprinted(
+    tmp_path: Path, name: str, where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    archive = tmp_path / name
+    write_warc(archive)
+    start, length = record_span(archive, 4)  # the third page's (after a request and two pages)
+    cut = start + (length // 2 if where == "body" else 200)  # (headers: after its WARC-Target-URI)
+    archive.write_bytes(archive.read_bytes()[:cut])
+    assert main(["fingerprint", "--jsonl", str(archive), "-q"]) == 1
+    out, err = capsys.readouterr()
+    assert [json.loads(line)["id"] for line in out.splitlines()] == ["http://a.test/coffee", "http://b.test/mirror/coffee"]
+    assert f"{archive}: " in err and "(a truncated archive)" in err

@@ -106,6 +106,8 @@ def test_valid_values(name: str, value: Any, attribute: str, expected: Any) -> N
         ("SIMHASH_MAX_DISTANCE", 3.7),
         ("SIMHASH_TTL", "nan"),
         ("SIMHASH_TTL", float("inf")),
+        ("SIMHASH_TTL", 2e9),  # past what Redis' 32-bit expiry times hold
+        ("SIMHASH_INDEX", "redis://localhost:6379/abc"),  # redis-py would use database 0
         ("SIMHASH_EXPECTED_SIZE", 10**12),
         ("SIMHASH_HASH_KEY", 5),
         ("SIMHASH_MIN_TOKENS", 0),

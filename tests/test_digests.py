@@ -115,6 +115,14 @@ def test_links_into_the_page_itself_by_its_file_name_are_its_own() -> None:
     assert digests.page_document(None) is None
 
 
+def test_a_url_with_a_lone_surrogate_or_a_nul_names_no_link() -> None:
+    # No href holds one (lxml reads them from UTF-8): the links are told apart as without a URL.
+    page = type_page(1, trait_methods("struct.Type1.html"))
+    for url in ("http://rust.test/struct.Type1.html\udcff", "http://rust.test/struct.Type1.html\0"):
+        assert main_text(page, url=url) == main_text(page)
+        assert Fingerprinter().from_html(page, url=url) == Fingerprinter().from_html(page)
+
+
 def test_remove_keeps_the_text_after_a_digest() -> None:
     page = type_page(1).replace("</div></main>", "</div>Tail text after the copies.</main>")
     root = root_of(page)
@@ -124,7 +132,8 @@ def test_remove_keeps_the_text_after_a_digest() -> None:
 
 
 @pytest.mark.skipif(content.kernel() != "c", reason="the C extraction was not built")
-@pytest.mark.parametrize("url", [None, "http://rust.test/std/iter/struct.Type1.html", "http://rust.test/"])
+@pytest.mark.parametrize("url", [None, "http://rust.test/std/iter/struct.Type1.html", "http://rust.test/",
+                                 "http://rust.test/struct.Type1.html\udcff", "http://rust.test/struct.Type1.html\0"])
 @pytest.mark.parametrize("variant", range(6))
 def test_c_finds_the_digests_python_finds(url: str | None, variant: int) -> None:
     methods = [trait_methods(), trait_methods("struct.Type1.html"), trait_methods(same_text=True),

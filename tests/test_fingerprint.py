@@ -71,6 +71,17 @@ def test_check_fingerprint(bad: object, error: type[Exception]) -> None:
         check_fingerprint(bad)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("bad, error", [(-1, ValueError), (2**64, ValueError), (1.0, TypeError), ("1", TypeError)])
+def test_hamming_distance_and_to_hex_refuse_what_is_no_fingerprint(bad: object, error: type[Exception]) -> None:
+    # (they masked it: hamming_distance(-1, 0) was 1, to_hex(2**64) '0000000000000000')
+    with pytest.raises(error):
+        hamming_distance(bad, 0)  # type: ignore[arg-type]
+    with pytest.raises(error):
+        hamming_distance(0, bad)  # type: ignore[arg-type]
+    with pytest.raises(error):
+        to_hex(bad)  # type: ignore[arg-type]
+
+
 @given(st.lists(st.floats(-100, 100), min_size=64, max_size=64), st.integers(0, 32))
 def test_weakest_bits_are_spread_over_the_quarters(margins: list[float], count: int) -> None:
     mask = weakest_bits(np.array(margins), count)

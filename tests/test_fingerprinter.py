@@ -52,6 +52,17 @@ def test_skips(html: bytes | str, reason: str) -> None:
     assert result.skipped and result.skip_reason == reason
 
 
+@pytest.mark.parametrize("bom, codec", [(b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"),
+                                        (b"\xff\xfe\x00\x00", "utf-32-le")])
+def test_a_page_with_a_utf16_or_utf32_bom_is_read_by_it_not_skipped_as_binary(bom: bytes, codec: str) -> None:
+    # BOM first, as browsers read: its NULs made it "binary" before
+    page = f"<html><head><title>Caf\u00e9</title></head><body><p>{ARTICLE} \u00e9t\u00e9 \u4e2d\u6587</p></body></html>"
+    in_utf8 = Fingerprinter().from_html(page.encode())
+    result = Fingerprinter().from_html(bom + page.encode(codec))
+    assert result.fingerprint is not None and result == in_utf8
+    assert Fingerprinter().main_blocks(bom + page.encode(codec)) == Fingerprinter().main_blocks(page.encode())
+
+
 def test_from_text() -> None:
     result = Fingerprinter().from_text(ARTICLE)
     assert result.fingerprint is not None and result.tokens > 100
@@ -98,6 +109,23 @@ def test_a_custom_extractor_can_be_plugged() -> None:
 def test_bad_options_fail_fast(options: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         FingerprintOptions(**options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [("shingle_size", "3"), ("min_tokens", "3"), ("wildcard_bits", 2.5), ("shingle_size", True),
+     ("main_content", "yes"), ("template_suppression", 1), ("hash_key", "secret"), ("weighting", 3)],
+)
+def test_an_option_of_another_type_is_a_type_error_naming_it(name: str, value: object) -> None:
+    with pytest.raises(TypeError, match=f"^{name} must be ") as error:
+        FingerprintOptions(**{name: value})  # type: ignore[arg-type]
+    assert "secret" not in str(error.value)  # a hash key is never shown
+
+
+@pytest.mark.parametrize("method", ["from_html", "main_blocks"])
+def test_a_url_that_is_not_a_str_is_a_type_error_naming_it(method: str) -> None:
+    with pytest.raises(TypeError, match="^url must be a str or None, not bytes"):
+        getattr(Fingerprinter(), method)(f"<p>{ARTICLE}</p>", url=b"http://example.com/")
 
 
 def test_signature_names_what_changes_fingerprints() -> None:

@@ -196,6 +196,16 @@ def test_settings_that_would_give_wrong_answers_are_refused(redis_url: str) -> N
         RedisIndex(redis_url, namespace="x").add(1, "u" * 70000)
 
 
+@pytest.mark.parametrize("ttl", [float("inf"), float("nan"), 1e30, 2**32, 0.5])
+def test_a_ttl_redis_cannot_hold_is_refused_before_anything_is_written(redis_url: str, ttl: float) -> None:
+    # (2**32: the records' expiry times are 32-bit seconds; it stored records expired at once)
+    with pytest.raises(ValueError, match="ttl must be a number of seconds from 1 to 1000000000"):
+        RedisIndex(redis_url, namespace="ttl", ttl=ttl)
+    client = redis.Redis.from_url(redis_url)
+    assert not client.keys("simhash:ttl:*")
+    client.close()
+
+
 def test_ttl_readmits_a_page_after_expiry(redis_url: str) -> None:
     # Expiry is to the second: a record stored at second S stops counting at S + ttl, which
     # may come a moment later with ttl=1; with ttl=2 every step has a second to spare.

@@ -46,11 +46,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `... | head` closed our stdout: not an error
         sys.stderr.close()
         return 0
-    except (OSError, EOFError, ImportError, SimhashIndexError, ValueError) as exc:
+    except _user_errors() as exc:
         # A missing or corrupt file, a bad option value, an unreachable index, a missing
-        # extra (redis-py): the user needs the message, not a traceback.
+        # extra (redis-py), what Redis refused: the user needs the message, not a traceback.
         warn(f"{args.command}: {_describe(exc)}")
         return 1
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The errors told in one line; Redis's only where redis-py was imported (by a
+    ``redis://`` index: what raised one), since it is an optional extra."""
+    errors: tuple[type[Exception], ...] = (OSError, EOFError, ImportError, SimhashIndexError, ValueError)
+    redis = sys.modules.get("redis")
+    return errors if redis is None else (*errors, redis.RedisError)
 
 
 def _describe(exc: BaseException) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import sys
 import time
 import zlib
@@ -81,8 +82,20 @@ def _record(path: str, number: int, raw: bytes) -> dict[str, Any] | None:
     return record
 
 
+#: A lone surrogate: valid in JSON (`"\ud800"`) and in a str, but not writable as UTF-8.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def write_jsonl(stream: IO[str], record: dict[str, Any]) -> None:
-    stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+    """One JSON line, in UTF-8 but for lone surrogates (an id or key read from ``"\\ud800"``),
+    written as the escapes they were read from: the line is UTF-8 and reads back the same."""
+    line = json.dumps(record, ensure_ascii=False)
+    stream.write(_SURROGATE.sub(_escaped, line) + "\n")
+
+
+def _escaped(surrogate: re.Match[str]) -> str:
+    # A surrogate is only ever inside a JSON string (a key or a value), where this escape is its own.
+    return f"\\u{ord(surrogate.group()):04x}"
 
 
 def warn(message: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from operator import itemgetter
 from typing import Any
 
@@ -61,6 +62,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_input_and_output(args.pages, args.output)
     # The options the index was made with, unless given: a crawl's SIMHASH_* settings.
     options = fingerprinter_from_args(args, stored_signature(args.index)).options
     if args.jobs < 0:
@@ -93,3 +95,14 @@ def run(args: argparse.Namespace) -> int:
                             "changed" if out["changed"] else None)
     progress.finish()
     return 0
+
+
+def check_input_and_output(pages: str, output: str) -> None:
+    """Before the index is opened (a new one would be left behind): the input must open, and
+    the output must not be it, which opening it to write would empty before it is read."""
+    if pages == "-":
+        return
+    with open(pages, "rb"):
+        pass
+    if output != "-" and os.path.exists(output) and os.path.samefile(pages, output):
+        raise ValueError(f"{output}: the output is the input file: give another --output")

@@ -34,7 +34,7 @@ def add_parser(subparsers: Any) -> None:
                         help="records with id, url, lang and html")
     parser.add_argument("--pairs", required=True, metavar="PAIRS.jsonl[.gz]",
                         help="records with id_a, id_b, label (dup/distinct/ambiguous), kind")
-    parser.add_argument("-k", "--k", "--max-distance", dest="max_distance", default=_DEFAULT_KS,
+    parser.add_argument("-k", "--k", "--max-distance", dest="max_distance", default=_DEFAULT_KS, type=k_list,
                         metavar="K[,K...]",
                         help=f"distances to score, 0..{MAX_DISTANCE_LIMIT} (default: %(default)s)")
     add_similarity_argument(parser)
@@ -46,7 +46,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    ks = _parse_ks(args.max_distance)
+    ks = _check_ks(args.max_distance)
     if args.plot and importlib.util.find_spec("matplotlib") is None:  # before the long run
         raise ValueError("--plot needs matplotlib: pip install 'scrapy-simhash[plot]'")
     fingerprints, wildcards, sketches, languages, order = _fingerprint_pages(
@@ -86,13 +86,18 @@ def _read_labels(path: str, languages: dict[str, str]) -> evaluation.Labels:
     return known
 
 
-def _parse_ks(text: str) -> list[int]:
+def k_list(text: str) -> list[int]:
+    """The value of ``-k``: not integers is a command-line error (exit 2), as ``dedup -k abc`` is."""
     try:
-        ks = sorted({int(part) for part in text.split(",") if part.strip()})
+        return sorted({int(part) for part in text.split(",") if part.strip()})
     except ValueError:
-        raise ValueError(f"--max-distance: not a list of integers: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a list of integers: {text!r}") from None
+
+
+def _check_ks(ks: list[int]) -> list[int]:
+    # Out of range: exit 1, as dedup -k 40 is (the index refuses it there).
     if not ks or not all(0 <= k <= MAX_DISTANCE_LIMIT for k in ks):
-        raise ValueError(f"--max-distance: each k must be 0..{MAX_DISTANCE_LIMIT}, not {text!r}")
+        raise ValueError(f"--max-distance: each k must be 0..{MAX_DISTANCE_LIMIT}, not {','.join(map(str, ks))!r}")
     return ks
 
 

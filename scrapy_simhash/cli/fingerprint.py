@@ -115,9 +115,9 @@ def run_compare(args: argparse.Namespace) -> int:
     for name in (args.first, args.second):
         try:
             bodies.append(Path(name).read_bytes())
-        except OSError as exc:
-            warn(f"{name}: {exc.strerror}")
-            return 2
+        except OSError as exc:  # an error in the data, as README tells them: exit 1, the command named
+            warn(f"compare: {name}: {exc.strerror}")
+            return 1
         results.append(fingerprinter.from_html(bodies[-1], url=file_url(name)))
         print(f"{describe(results[-1])}  {name}")
         if results[-1].fingerprint is None:

@@ -23,6 +23,7 @@ from typing import Any
 from ..core.fingerprint import from_hex, to_hex
 from ..core.sketch import check_sketch
 from ..index import DiskIndex, SimhashIndex, is_shared_spec, open_index
+from ..index.base import check_ttl
 from ..index.disk import compact_store
 from ._common import add_distance_argument, add_similarity_argument
 from ._io import open_output, read_jsonl, warn, write_jsonl
@@ -40,7 +41,7 @@ def add_parser(subparsers: Any) -> None:
         "store is read without its lock and not changed.",
     )
     _index_arguments(inspect, "index")
-    inspect.add_argument("--sample", type=int, default=1000,
+    inspect.add_argument("--sample", type=entry_count, default=1000,
                          help="entries whose nearest neighbour is measured (default: %(default)s)")
     inspect.add_argument("--json", action="store_true", help="one JSON object instead of text")
     inspect.set_defaults(func=run_inspect)
@@ -81,18 +82,53 @@ def add_parser(subparsers: Any) -> None:
 def _index_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument(name, metavar="INDEX", help="an index directory or a redis:// URL")
     parser.add_argument("--namespace", default="", help="the namespace (scope) to use (default: none)")
-    parser.add_argument("--ttl", type=float, metavar="SECONDS",
+    parser.add_argument("--ttl", type=ttl_seconds, metavar="SECONDS",
                         help="the SIMHASH_TTL a Redis namespace was created with (default: none)")
     add_distance_argument(parser)
     add_similarity_argument(parser)
 
 
+def entry_count(text: str) -> int:
+    """The value of ``--sample``: a whole number, 0 or more."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"a number of entries, 0 or more, not {text!r}")
+    return count
+
+
+def ttl_seconds(text: str) -> float:
+    """The value of ``--ttl``: a bad one is a command-line error, as a value not a number is."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    try:
+        return check_ttl(seconds, "a TTL")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _check_stored(args: argparse.Namespace) -> None:
+    """Refuse what holds nothing to read and keeps nothing written: ``memory``, which names a
+    fresh in-memory index everywhere (open_index, SIMHASH_INDEX, dedup --index)."""
+    if args.index == "memory":
+        raise ValueError("'memory' is a fresh in-memory index, gone when the command ends: "
+                         "give an index directory (./memory for one of that name) or a redis:// URL")
+    if args.ttl is not None and not is_shared_spec(args.index):
+        raise ValueError(f"--ttl is for a redis:// index (SIMHASH_TTL): {args.index} keeps its entries for ever")
+
+
 def _open(args: argparse.Namespace, **kwargs: Any) -> SimhashIndex:
+    _check_stored(args)
     return open_index(args.index, max_distance=args.max_distance, min_similarity=args.min_similarity,
                       namespace=args.namespace, ttl=args.ttl, **kwargs)
 
 
 def _open_existing(args: argparse.Namespace) -> SimhashIndex:
+    _check_stored(args)
     return open_existing(args.index, max_distance=args.max_distance, min_similarity=args.min_similarity,
                          namespace=args.namespace, ttl=args.ttl)
 
@@ -218,14 +254,22 @@ def export_line(fingerprint: int, key: str, sketch: bytes | None) -> dict[str, s
 def _entries(path: str, records: Iterator[Record]) -> Iterator[Entry]:
     for number, record in records:
         try:
-            fingerprint = from_hex(str(record["fingerprint"]))
-            key = record["key"]
+            fingerprint = from_hex(_string_field(record, "fingerprint"))
+            key = _string_field(record, "key")
             sketch = _sketch_field(record.get("sketch"))
         except (KeyError, ValueError, TypeError) as exc:
             warn(f"{path}:{number}: skipped, needs a hex 'fingerprint', a 'key' and, if any, "
                  f"a hex 'sketch' ({exc})")
             continue
-        yield fingerprint, str(key), sketch
+        yield fingerprint, key, sketch
+
+
+def _string_field(record: dict[str, Any], name: str) -> str:
+    # Not str(value): a key null would be stored as "None", a fingerprint 14 read as hex 0x14.
+    value = record[name]
+    if not isinstance(value, str):
+        raise TypeError(f"{name!r} is a string, not {type(value).__name__}")
+    return value
 
 
 def _sketch_field(value: object) -> bytes | None:

@@ -27,6 +27,7 @@ Any callable ``(root) -> list[str]`` can replace :func:`extract_main_blocks` (se
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 
 import lxml
@@ -62,6 +63,8 @@ _MIN_PROSE_SHARE = 0.3
 #: so are the links in code (``#include <deal.II/base/config.h>``, a signature's types).
 _NEVER_LINK_LISTS = frozenset(HEADING_TAGS) | descent.CODE_TAGS
 _JOINER = BLOCK_BOUNDARY
+#: What a C string of UTF-8 cannot hold: a NUL ends it, a lone surrogate has no UTF-8.
+_NOT_IN_C_STRINGS = re.compile("[\0\ud800-\udfff]")
 
 
 def kernel() -> str:
@@ -118,7 +121,17 @@ def c_arguments(
     name (:func:`.digests.page_document`) and the texts that may show its heading
     (:func:`.heading.heading_texts`)."""
     title = read_title(root) if title is None else title
-    return digests.page_document(url), tuple(part.encode() for part in heading.heading_texts(root, title))
+    return _c_document(url), tuple(part.encode() for part in heading.heading_texts(root, title))
+
+
+def _c_document(url: str | None) -> str | None:
+    """:func:`.digests.page_document` as C can take it (UTF-8, NUL-terminated). A name with a
+    lone surrogate or a NUL is no link's (lxml's hrefs have neither): it tells no link
+    apart, as no name does, so it goes as None, as the Python twin's compares (and fails)."""
+    document = digests.page_document(url)
+    if document is not None and _NOT_IN_C_STRINGS.search(document):
+        return None
+    return document
 
 
 def _extract_in_python(root: etree._Element, url: str | None = None, title: str | None = None) -> list[str]:

@@ -130,8 +130,12 @@ def hamming_distance(a: int, b: int, ignoring: int = 0) -> int:
 
     >>> hamming_distance(0b1011, 0b0010), hamming_distance(0b1011, 0b0010, ignoring=0b1000)
     (2, 1)
+    >>> hamming_distance(-1, 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: not a 64-bit fingerprint: -1
     """
-    return ((a ^ b) & ~ignoring).bit_count()
+    return ((check_fingerprint(a) ^ check_fingerprint(b)) & ~ignoring).bit_count()
 
 
 def to_hex(fingerprint: int) -> str:
@@ -140,7 +144,7 @@ def to_hex(fingerprint: int) -> str:
     >>> to_hex(255)
     '00000000000000ff'
     """
-    return f"{fingerprint & _MASK:016x}"
+    return f"{check_fingerprint(fingerprint):016x}"  # (masked, 2**64 was written as 0)
 
 
 def from_hex(text: str) -> int:

@@ -88,6 +88,7 @@ class Fingerprinter:
         self, html: bytes | str, *, url: str | None = None, encoding: str | None = None
     ) -> FingerprintResult:
         """Fingerprint a page; *encoding* is the HTTP-declared one, if any."""
+        _check_url(url)
         try:
             raw_blocks, title = self._raw_blocks(html, encoding, url)
         except text.NotHtmlError as exc:
@@ -102,6 +103,7 @@ class Fingerprinter:
 
         Raise :class:`~.text.NotHtmlError` (``.reason``) when it is not a page.
         """
+        _check_url(url)
         raw_blocks, title = self._raw_blocks(html, encoding, url)
         return self._fingerprinted_text(content_blocks(raw_blocks), title)
 
@@ -128,6 +130,7 @@ class Fingerprinter:
         itself when the tree cannot be read without modifying it (the C extraction was not
         built, another extractor) or the page is longer than it reads.
         """
+        _check_url(url)
         if self._extract is not content.extract_main_blocks or content.kernel() != "c":
             return self.from_html(html, url=url)  # (which checks the page itself)
         try:
@@ -250,6 +253,12 @@ def main_text(html: bytes | str, options: FingerprintOptions | None = None, *, u
 def content_blocks(raw_blocks: list[str]) -> list[str]:
     """Normalised blocks (see :func:`.text.normalize_blocks`) that hold a letter."""
     return text.normalize_blocks(raw_blocks, with_letter=True)
+
+
+def _check_url(url: object) -> None:
+    # Else bytes fail deep in the extraction, with a message that names no argument.
+    if url is not None and not isinstance(url, str):
+        raise TypeError(f"url must be a str or None, not {type(url).__name__}: {url!r}")
 
 
 def _domain(url: str | None) -> str | None:

@@ -57,6 +57,7 @@ class FingerprintOptions:
     wildcard_bits: int = 14
 
     def __post_init__(self) -> None:
+        self._check_types()
         if not 1 <= self.shingle_size <= 16:
             raise ValueError(f"shingle_size must be between 1 and 16, not {self.shingle_size}")
         if self.weighting not in features.WEIGHTINGS:
@@ -77,6 +78,14 @@ class FingerprintOptions:
         if not 0 <= self.wildcard_bits <= 32:
             raise ValueError(f"wildcard_bits must be between 0 and 32, not {self.wildcard_bits}")
 
+    def _check_types(self) -> None:
+        # Before the range checks, which would fail on a str with Python's own message.
+        for name, kind in _FIELD_TYPES.items():
+            value = getattr(self, name)
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                # (the value not shown: it may be the hash key)
+                raise TypeError(f"{name} must be {kind.__name__}, not {type(value).__name__}")
+
     def signature(self) -> str:
         """A stable string naming the options; a hash key by a short digest, never itself.
 
@@ -89,6 +98,13 @@ class FingerprintOptions:
         values["segmenter"] = "char" if self.segmenter == "char" else "words"
         del values["wildcard_bits"]  # query-side only: fingerprints are the same
         return f"simhash-v{ALGORITHM_VERSION};" + ";".join(f"{k}={v}" for k, v in sorted(values.items()))
+
+
+#: The fields whose range or use alone would not catch a value of another type.
+_FIELD_TYPES: dict[str, type] = {
+    "shingle_size": int, "min_tokens": int, "wildcard_bits": int, "hash_key": bytes,
+    "main_content": bool, "template_suppression": bool, "weighting": str, "segmenter": str,
+}
 
 
 def _key_digest(key: bytes) -> str:

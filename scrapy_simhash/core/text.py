@@ -184,10 +184,18 @@ def _page_bytes(html: bytes | str) -> tuple[bytes, bool, bool]:
         html, known_utf8 = _encode(html)
     elif not isinstance(html, (bytes, bytearray, memoryview)):
         raise TypeError(f"html must be bytes or str, not {type(html).__name__}")
+    elif _has_wide_bom(html):  # BOM first: UTF-16's NULs would make the page "binary"
+        html, known_utf8 = _encode(decode_html(bytes(html)))
     cut = len(html) > MAX_HTML_BYTES
     data = bytes(html[:MAX_HTML_BYTES])
     _check_body(data)
     return data, known_utf8 and not cut, cut
+
+
+def _has_wide_bom(body: bytes | bytearray | memoryview) -> bool:
+    """Whether *body* starts with a UTF-16 or UTF-32 byte order mark."""
+    bom, _ = read_bom(bytes(body[:4]))
+    return bom is not None and bom != "utf-8"
 
 
 def page_title(root: etree._Element) -> str:

@@ -7,6 +7,7 @@ import logging
 import os
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from .base import (
     DEFAULT_MAX_DISTANCE,
@@ -17,6 +18,7 @@ from .base import (
     SimhashIndex,
     SimhashIndexError,
     Verdict,
+    check_ttl,
 )
 from ._diskstore import LOG_NAME
 from ._logfile import read_header
@@ -27,6 +29,8 @@ logger = logging.getLogger(__name__)
 _REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 # "scheme://": a URL, as opposed to a path (which may hold ":" but not a scheme first).
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+# The path of a redis:// URL: none, or the database number.
+_DATABASE_PATH = re.compile(r"(/\d*)?/?")
 
 __all__ = [
     "DiskIndex",
@@ -78,6 +82,8 @@ def open_index(
     :class:`DiskIndex`, and check it exists themselves).
     """
     text = "memory" if spec is None else check_index_spec(spec)
+    if ttl is not None:  # checked everywhere: where it is ignored, a bad one is still a mistake
+        check_ttl(ttl)
     if is_shared_spec(text):
         return _open_redis(text, max_distance, min_similarity, expected_size, namespace, signature, reset, ttl,
                            create, client)
@@ -105,6 +111,9 @@ def check_index_spec(spec: object) -> str:
     if _URL.match(text) and not text.startswith(_REDIS_SCHEMES):
         schemes = ", ".join(_REDIS_SCHEMES[:-1]) + " or " + _REDIS_SCHEMES[-1]
         raise ValueError(f"{text!r} is neither a {schemes} URL nor a path")
+    if text.startswith(("redis://", "rediss://")) and not _DATABASE_PATH.fullmatch(urlsplit(text).path):
+        # redis-py would ignore it and use database 0: another crawl's, maybe
+        raise ValueError(f"{text!r}: a Redis URL's path is its database number (redis://host:6379/0)")
     return text
 
 

@@ -43,6 +43,26 @@ MAX_DISTANCE_LIMIT: Final = 8
 #: for two short pages, else as their sketches estimate it
 #: (:class:`~scrapy_simhash.core.sketch.Confirmation`).
 DEFAULT_MIN_SIMILARITY: Final = 0.8
+#: The longest TTL, in seconds (31.7 years): Redis stores a record's expiry as 32-bit
+#: seconds since 1970 (``struct.pack('>I4', NOW + TTL)`` in ``index/redis/_lua.py``), which
+#: end in 2106; a billion seconds stays clear of that until 2074.
+MAX_TTL: Final = 1_000_000_000
+
+
+def check_ttl(ttl: float, name: str = "ttl") -> float:
+    """*ttl* if it is a number of seconds an entry can live (at least 1, at most :data:`MAX_TTL`),
+    else ``ValueError`` (``TypeError`` for no number) naming *name*.
+
+    >>> check_ttl(float("inf"), "SIMHASH_TTL")
+    Traceback (most recent call last):
+    ...
+    ValueError: SIMHASH_TTL must be a number of seconds from 1 to 1000000000, not inf
+    """
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, not {type(ttl).__name__}")
+    if not 1 <= ttl <= MAX_TTL:  # (NaN is neither)
+        raise ValueError(f"{name} must be a number of seconds from 1 to {MAX_TTL}, not {ttl!r}")
+    return ttl
 
 
 def signature_difference(stored: str, current: str) -> str:

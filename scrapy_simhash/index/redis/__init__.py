@@ -41,7 +41,7 @@ from ._mirror import LogMirror
 from ._reader import LogReader
 from ._scripts import LogScripts
 from ._session import TAIL_BOUND, LogSession, Retry
-from ..base import DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, SimhashIndexError, Verdict
+from ..base import DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, SimhashIndexError, Verdict, check_ttl
 
 _ADD_BATCH = 1000
 # With a TTL, expired records leave a worker's copy every ttl / 4 seconds, at most
@@ -73,8 +73,8 @@ class RedisIndex(SimhashIndex):
         min_similarity: float = DEFAULT_MIN_SIMILARITY,
     ) -> None:
         super().__init__(max_distance, min_similarity=min_similarity)
-        if ttl is not None and ttl < 1:
-            raise ValueError(f"ttl must be at least 1 second, not {ttl!r}")
+        if ttl is not None:
+            check_ttl(ttl)
         self.url, self.namespace, self.signature = url, namespace, signature
         # A client given is shared (one per URL for a crawl's many namespaces): its owner closes it.
         self._owns_client = client is None
