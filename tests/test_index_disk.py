@@ -424,3 +424,14 @@ def test_add_many_with_a_bad_item_stores_none_in_memory_or_on_disk(tmp_path: Pat
             assert len(index) == 0
     with DiskIndex(tmp_path) as disk:
         assert len(disk) == 0
+
+
+def test_a_closed_index_says_so_when_written_to(tmp_path: Path) -> None:
+    index = DiskIndex(tmp_path)
+    index.add(1, "a")
+    index.close()
+    for write in (lambda: index.add(2, "b"), lambda: index.add_many([(3, "c")]), lambda: index.remove(1),
+                  index.flush, index.describe):
+        with pytest.raises(SimhashIndexError, match="is closed"):
+            write()
+    index.close()  # (twice: nothing more)

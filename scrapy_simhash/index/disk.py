@@ -30,7 +30,7 @@ from ._pages import one_call
 from ._snapshot import SNAPSHOT_MIN_ROWS, read_snapshot, snapshot_path, write_snapshot
 from ._sketches import SketchStore
 from ._storage import fingerprint_array
-from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, Verdict
+from .base import DEFAULT_MAX_DISTANCE, DEFAULT_MIN_SIMILARITY, Match, SimhashIndex, SimhashIndexError, Verdict
 from .memory import MemoryIndex
 
 logger = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ class DiskIndex(SimhashIndex):
 
     def add(self, fingerprint: int, key: str, sketch: bytes | None = None) -> None:
         fingerprint, sketch = check_fingerprint(fingerprint), check_sketch(sketch)  # before writing
-        self._store.append(self._namespace_id, lf.OP_ADD, fingerprint, key, sketch)
+        self._opened().append(self._namespace_id, lf.OP_ADD, fingerprint, key, sketch)
         self._memory.add(fingerprint, key, sketch)
 
     def _add_unmatched(self, fingerprint: int, key: str, wildcard: int, sketch: bytes | None) -> Match | None:
@@ -123,15 +123,16 @@ class DiskIndex(SimhashIndex):
         keys = [key for _, key, _ in rows]
         sketches = [sketch for _, _, sketch in rows]
         # every column checked before anything is written: a bad entry stores nothing
-        self._store.append_many(self._namespace_id, fingerprints, keys, SketchStore.from_sketches(sketches))
+        self._opened().append_many(self._namespace_id, fingerprints, keys, SketchStore.from_sketches(sketches))
         self._memory.add_entries(zip(fingerprints.tolist(), keys, sketches))
 
     def remove(self, fingerprint: int, key: str | None = None) -> int:
         fingerprint = check_fingerprint(fingerprint)
         op = lf.OP_REMOVE_ALL if key is None else lf.OP_REMOVE
+        store = self._opened()
         removed = self._memory.remove(fingerprint, key)
         if removed:
-            self._store.append(self._namespace_id, op, fingerprint, key or "")
+            store.append(self._namespace_id, op, fingerprint, key or "")
         return removed
 
     def fingerprints_of(self, key: str) -> list[int]:
@@ -147,24 +148,31 @@ class DiskIndex(SimhashIndex):
         return self._memory.entries()
 
     def describe(self) -> dict[str, Any]:
+        store = self._opened()
         return {
             **self._memory.describe(),
             "backend": self.backend_name,
             "path": self.path,
             "namespace": self.namespace,
-            "namespaces": self._store.namespaces,
-            "signature": self._store.header.get("signature", ""),
-            "created_at": self._store.header.get("created_at"),
+            "namespaces": store.namespaces,
+            "signature": store.header.get("signature", ""),
+            "created_at": store.header.get("created_at"),
             "file_bytes": _file_bytes(self.path),
-            "truncated_tail_bytes": self._store.truncated_bytes,
-            "synced_bytes_missing": self._store.synced_bytes_missing,
+            "truncated_tail_bytes": store.truncated_bytes,
+            "synced_bytes_missing": store.synced_bytes_missing,
         }
 
     def bucket_stats(self) -> dict[str, Any]:
         return self._memory.bucket_stats()
 
     def flush(self) -> None:
-        self._store.flush()
+        self._opened().flush()
+
+    def _opened(self) -> DiskStore:
+        """The store, or an error that says the index was closed (not an AttributeError)."""
+        if self._store is None:
+            raise SimhashIndexError(f"the disk index at {self.path} is closed")
+        return self._store
 
     def prepare_key_lookups(self) -> None:
         self._memory.prepare_key_lookups()
