@@ -15,6 +15,7 @@ Inside the checkpoint, a bad record followed by good ones is damage, not a crash
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 from collections import defaultdict
@@ -26,9 +27,11 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _logfile as lf
-from ._checkpoint import Checkpoint
+from ._checkpoint import CHECKPOINT_NAME, Checkpoint
 from ._files import read_into
 from .base import IndexFormatError
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,24 @@ def read_records(
         max(0, checkpoint.log_size - size), max(0, checkpoint.keys_size - keys_size))
     return LogContents(
         records[:end], size - lf.HEADER_SIZE - end * lf.RECORD.itemsize, ops[:end], log_missing, keys_missing
+    )
+
+
+
+def warn_synced_bytes_missing(contents: LogContents, log_path: str, keys_path: str) -> None:
+    """The files are shorter than the checkpoint says they were when synced: not a
+    crash's torn tail but damage (a disk's, a copy cut short). What is left is kept."""
+    log_bytes, key_bytes = contents.synced_log_bytes_missing, contents.synced_key_bytes_missing
+    records = -(-log_bytes // lf.RECORD.itemsize)
+    shorter = [
+        *([f"{log_path} by {log_bytes} bytes ({records} records)"] if log_bytes else []),
+        *([f"{keys_path} by {key_bytes} bytes"] if key_bytes else []),
+    ]
+    checkpoint = os.path.join(os.path.dirname(log_path), CHECKPOINT_NAME)
+    logger.warning(
+        "Entries synced to disk are lost: %(shorter)s shorter than %(checkpoint)s says they were synced"
+        " (damage, or a copy cut short); the rest of the store is kept",
+        {"shorter": " and ".join(shorter), "checkpoint": checkpoint},
     )
 
 

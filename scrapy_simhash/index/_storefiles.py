@@ -25,15 +25,16 @@ from . import _logfile as lf
 from ._checkpoint import CHECKPOINT_NAME, Checkpoint, read_checkpoint, write_checkpoint
 from ._compaction import NEW, compact, finish_interrupted, log_to_read, worth_compacting
 from ._files import fsync_directory, fsync_file, lock_directory, remove_if_there, write_new
-from ._replay import LogContents, live_entries, read_records
+from ._replay import LogContents, live_entries, read_records, warn_synced_bytes_missing
+from ._settling import read_settled
 from ._storage import decode_key
 from .base import IndexFormatError, IndexUnavailableError, signature_difference
 
 logger = logging.getLogger(__name__)
 
 LOG_NAME, KEYS_NAME = "fingerprints.log", "keys.log"
-#: A reader's waits before it opens again, when a compaction's renames met its open.
-_REOPEN_DELAYS = (0.005, 0.02, 0.05, 0.1, 0.2)
+#: The files a compaction renames (a reader beside it opens again when they move).
+_STORE_NAMES = (LOG_NAME, KEYS_NAME, LOG_NAME + NEW, KEYS_NAME + NEW)
 #: A full disk (or quota, or file size limit): a store can still be read.
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
@@ -62,7 +63,7 @@ class StoreFiles:
             self.truncated_bytes = contents.truncated_bytes
             self.synced_bytes_missing = contents.synced_log_bytes_missing + contents.synced_key_bytes_missing
             if self.synced_bytes_missing:
-                self._warn_synced_bytes_missing(contents)
+                warn_synced_bytes_missing(contents, self.log_path, self.keys_path)
             return self._live(contents, compaction)
         except BaseException:
             self._close_files()
@@ -86,20 +87,9 @@ class StoreFiles:
             return self._read()
 
     def _open_to_read(self, signature: str) -> LogContents:
-        """Open the files without changing any. A compaction renames new files over the
-        old ones, keys first: a reader that opened one file before a rename and one after
-        (a log and keys of two generations, a file gone) opens again; the files settle in
-        milliseconds. An error in files that did not move is the files' own."""
-        for delay in (*_REOPEN_DELAYS, None):
-            before = _file_identities(self.directory)
-            try:
-                return self._read_pair(signature)
-            except (IndexFormatError, FileNotFoundError) as exc:
-                moved = _file_identities(self.directory) != before
-                if not moved or delay is None:
-                    raise _unsettled(self.directory, exc) if moved else exc
-            time.sleep(delay)
-        raise AssertionError("unreachable")
+        """Open the files without changing any, again where a compaction's renames met the
+        open (:mod:`._settling`)."""
+        return read_settled(lambda: self._read_pair(signature), self.directory, _STORE_NAMES)
 
     def _read_pair(self, signature: str) -> LogContents:
         """Open the log and its key file, then check and read what is open: whatever is
@@ -181,20 +171,6 @@ class StoreFiles:
             if self.synced_bytes_missing:
                 remove_if_there(os.path.join(self.directory, CHECKPOINT_NAME))
 
-    def _warn_synced_bytes_missing(self, contents: LogContents) -> None:
-        """The files are shorter than the checkpoint says they were when synced: not a
-        crash's torn tail but damage (a disk's, a copy cut short). What is left is kept."""
-        log_bytes, key_bytes = contents.synced_log_bytes_missing, contents.synced_key_bytes_missing
-        shorter = [
-            *([f"{self.log_path} by {log_bytes} bytes ({-(-log_bytes // lf.RECORD.itemsize)} records)"] if log_bytes else []),
-            *([f"{self.keys_path} by {key_bytes} bytes"] if key_bytes else []),
-        ]
-        logger.warning(
-            "Entries synced to disk are lost: %(shorter)s shorter than %(checkpoint)s says they were synced"
-            " (damage, or a copy cut short); the rest of the store is kept",
-            {"shorter": " and ".join(shorter), "checkpoint": os.path.join(self.directory, CHECKPOINT_NAME)},
-        )
-
     @property
     def generation(self) -> int:
         """Which compaction wrote the files (0: never, in format 2)."""
@@ -265,25 +241,3 @@ class StoreFiles:
             os.close(self._lock_fd)
             self._lock_fd = None
 
-
-def _file_identities(directory: str) -> tuple[tuple[int, int] | None, ...]:
-    """Which files the store's names (and a compaction's new files) are now: a rename changes it."""
-    return tuple(_identity(os.path.join(directory, name)) for name in _STORE_NAMES)
-
-
-_STORE_NAMES = (LOG_NAME, KEYS_NAME, LOG_NAME + NEW, KEYS_NAME + NEW)
-
-
-def _identity(path: str) -> tuple[int, int] | None:
-    try:
-        status = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return status.st_dev, status.st_ino
-
-
-def _unsettled(directory: str, exc: BaseException) -> IndexUnavailableError:
-    return IndexUnavailableError(
-        f"{directory} kept changing while it was read (a compaction running beside?), {len(_REOPEN_DELAYS) + 1}"
-        f" times: {exc}; try again"
-    )
