@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from typing import TYPE_CHECKING, Any
@@ -118,9 +117,8 @@ class SimhashMiddleware:
         page = self._fingerprint(request, response)
         if page is None or page.fingerprint is None:
             return response
-        key = page_key(request, response)
-        match = await self._check(page, key, response)
-        unchanged = is_own_record(match, key)
+        match = await self._check(page, response)
+        unchanged = is_own_record(match, response.url)
         request.meta[META_KEY] = page_meta(page, match, unchanged=unchanged)
         if match is not None and not unchanged and self.config.action == "drop":
             if not self._follows(request, response.url, match.key):
@@ -167,11 +165,11 @@ class SimhashMiddleware:
             return "not_html"
         return None
 
-    async def _check(self, page: FingerprintResult, key: str, response: Response) -> Match | None:
+    async def _check(self, page: FingerprintResult, response: Response) -> Match | None:
         host = self._checker.host_of(response.url)
         try:
             assert page.fingerprint is not None
-            return await self._checker.check(page.fingerprint, key, host, page.wildcard, page.sketch)
+            return await self._checker.check(page.fingerprint, response.url, host, page.wildcard, page.sketch)
         except IndexUnavailableError as exc:
             raise IgnoreRequest(f"Simhash index unavailable (SIMHASH_ON_INDEX_ERROR='fail'): {exc}") from exc
 
@@ -183,17 +181,6 @@ def _spider_middleware_enabled(settings: BaseSettings) -> bool:
         if priority is not None and path.startswith("scrapy_simhash.") and path.endswith(".SimhashSpiderMiddleware"):
             return True
     return False
-
-
-def page_key(request: Request, response: Response) -> str:
-    """The key a page is recorded under: its URL, for a ``GET`` (or ``HEAD``) without a
-    body. A form's answer (a ``POST`` to ``/search``, an ASP.NET postback) is a page of its
-    URL *and* what was sent: its URL with ``#<method>-<digest of the body>``, so that the
-    answers to several forms are not one page's versions, each replacing the last."""
-    if request.method in ("GET", "HEAD") and not request.body:
-        return response.url
-    digest = hashlib.blake2b(request.body, digest_size=8).hexdigest()
-    return f"{response.url.partition('#')[0]}#{request.method}-{digest}"
 
 
 def document_name(url: str) -> str:
