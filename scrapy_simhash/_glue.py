@@ -153,6 +153,7 @@ class NearDuplicateChecker:
                     await run_in_thread(self._ask, failures, self._index_for, host)  # opened off the reactor
                 verdict = self._ask(failures, self._replace_if_new, fingerprint, key, host, wildcard, sketch)
         except UnusableHostIndex as exc:
+            self._outage.probe_over()  # (a probe that learnt nothing of the index: the next call probes)
             self._host_index_error(host, exc)
             return None
         except IndexUnavailableError as exc:

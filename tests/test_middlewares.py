@@ -20,6 +20,8 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
+from scrapy_simhash._outage import Outage
+
 from scrapy_simhash import (
     FingerprintOptions,
     IndexUnavailableError,
@@ -213,6 +215,26 @@ def test_a_host_index_that_cannot_be_opened_keeps_its_page_and_counts_an_index_e
     assert stats(mw)["simhash/index_error"] == 2 and stats(mw)["simhash/kept"] == 1
     [warning] = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
     assert "host 'a.example'" in warning and "shingle_size" in warning
+    mw._checker.spider_closed()
+
+
+def test_a_host_index_that_cannot_be_opened_is_no_end_to_an_outage(own_redis_server: Any) -> None:
+    # The first check past an outage's pause probes the index: a page of a host whose index
+    # cannot be opened tells nothing of it, and the next page probes (they were all skipped).
+    now = [0.0]
+    mw = middleware(SIMHASH_INDEX=own_redis_server.url, SIMHASH_SCOPE="domain")
+    mw._checker._outage = Outage(clock=lambda: now[0])
+    process(mw, html_response("http://a.example/coffee"))
+    own_redis_server.stop()
+    process(mw, html_response("http://a.example/copy"))  # fails: an outage, its pause begins
+    own_redis_server.start()  # (empty: it keeps nothing on disk)
+    other_options = FingerprintOptions(shingle_size=2).signature()
+    open_index(own_redis_server.url, namespace=mw._checker._indexes._namespace("bad.example"), signature=other_options).close()
+    now[0] += 3600  # past the pause
+    process(mw, html_response("http://bad.example/coffee"))  # the probe
+    process(mw, html_response("http://c.example/coffee"))  # checked, not skipped
+    assert stats(mw)["simhash/index_error"] == 2 and "simhash/index_error/skipped" not in stats(mw)
+    assert stats(mw)["simhash/kept"] == 2
     mw._checker.spider_closed()
 
 
