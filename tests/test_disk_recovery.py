@@ -421,3 +421,26 @@ def test_an_older_store_is_read_and_rewritten_by_its_first_writer(
     assert stored(tmp_path, namespace="n") == expected
     assert lf.read_header(str(tmp_path / LOG))["version"] == lf.FORMAT_VERSION
     assert stored(tmp_path, namespace="n") == expected
+
+
+def test_a_store_made_anew_is_not_held_to_an_old_checkpoint(
+    closed_store: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Files removed by hand (or reset): the new store's files are not the ones `synced` covered.
+    path = _copy(closed_store, tmp_path / "store")
+    (path / LOG).unlink()
+    (path / KEYS).unlink()
+    with DiskIndex(path) as fresh:
+        assert len(fresh) == 0 and fresh.describe()["synced_bytes_missing"] == 0
+    assert not _synced_loss_warnings(caplog)
+
+
+def test_new_store_files_are_made_with_the_umask_as_open_makes_them(tmp_path: Path) -> None:
+    old = os.umask(0o002)  # a group's shared store
+    try:
+        with DiskIndex(tmp_path / "store") as index:
+            index.add(1, "a")
+    finally:
+        os.umask(old)
+    for name in (LOG, KEYS, CHECKPOINT_NAME):
+        assert (path_mode := os.stat(tmp_path / "store" / name).st_mode & 0o777) == 0o664, (name, oct(path_mode))

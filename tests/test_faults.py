@@ -193,3 +193,32 @@ def test_a_compaction_on_a_full_disk_fails_naming_the_file_and_leaves_the_store_
     (full_disk / "filler").unlink()
     with DiskIndex(path) as index:
         assert len(index) == 40
+
+
+_OUT_OF_FILE_DESCRIPTORS = """
+import os, resource, sys, time
+from scrapy_simhash.index import DiskIndex, IndexUnavailableError
+index = DiskIndex(sys.argv[1], fsync_seconds=0.0)  # a sync, and its checkpoint, with each write
+index.add(1, "a")
+time.sleep(1.1)  # (a checkpoint a second at most)
+highest = max(int(fd) for fd in os.listdir("/proc/self/fd"))
+resource.setrlimit(resource.RLIMIT_NOFILE, (highest + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+try:
+    while True:  # every descriptor left taken
+        os.open(os.devnull, os.O_RDONLY)
+except OSError:
+    pass
+try:
+    index.add(2, "b")  # the checkpoint's fsync of the directory opens one more file: EMFILE
+except IndexUnavailableError as exc:
+    print("unavailable:", exc)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/fd")
+def test_a_checkpoint_out_of_file_descriptors_is_an_unavailable_index(tmp_path: Path) -> None:
+    # (As a write's failure: SIMHASH_ON_INDEX_ERROR applies, not a raw OSError out of the check.)
+    run = subprocess.run([sys.executable, "-c", _OUT_OF_FILE_DESCRIPTORS, str(tmp_path / "store")],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("unavailable: cannot write") and "Too many open files" in run.stdout

@@ -105,7 +105,7 @@ def _crcs(data: npt.NDArray[np.uint8], ends: npt.NDArray[np.uint64]) -> npt.NDAr
 
 def _write_synced(path: str, parts: Iterable[bytes | memoryview]) -> None:
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # (less the umask, as open() does: a group's store stays its own)
         try:
             for part in parts:
                 write_all(fd, part)

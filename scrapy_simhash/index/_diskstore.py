@@ -155,6 +155,9 @@ class DiskStore(StoreFiles):
         except IndexUnavailableError:
             self._write_failed = True
             raise
+        except OSError as exc:  # (the checkpoint's directory fsync, an fstat: what the fsyncs do not name)
+            self._write_failed = True
+            raise unwritable(self.directory, exc) from exc
 
     def _check_writable(self) -> None:
         if self.read_only:

@@ -40,7 +40,7 @@ def write_new(path: str, data: bytes) -> None:
     failure (a full disk) leaves no temporary file, and its error names *path*."""
     temporary = path + ".tmp"
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # (less the umask, as open() does)
         try:
             write_all(fd, data)
             os.fsync(fd)

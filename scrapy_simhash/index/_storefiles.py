@@ -204,6 +204,8 @@ class StoreFiles:
             "record_bytes": lf.RECORD.itemsize,
             "generation": 1,
         }
+        # An old checkpoint (of files removed by hand, or replaced by a reset) is not of these.
+        remove_if_there(os.path.join(self.directory, CHECKPOINT_NAME))
         write_new(self.keys_path, lf.new_keys_header(1))
         write_new(self.log_path, lf.new_header(info))
         fsync_directory(self.directory)
