@@ -45,19 +45,21 @@ def test_what_is_not_a_page_is_skipped_before_the_tree_is_parsed(body: bytes, re
     assert result.skip_reason == reason
 
 
-def nested(levels: int, deep_text: str) -> bytes:
+def nested(levels: int, deep_text: str, around: str = "div") -> bytes:
     shallow = "<p>" + "A paragraph every version of the page shares, long enough to count. " * 3 + "</p>"
-    return f"<html><body>{shallow}{'<div>' * levels}<p>{deep_text}</p>{'</div>' * levels}</body></html>".encode()
+    deep = f"<{around}>{'<div>' * (levels - 1)}<p>{deep_text}</p>{'</div>' * (levels - 1)}</{around}>"
+    return f"<html><body>{shallow}{deep}</body></html>".encode()
 
 
 @needs_c
+@pytest.mark.parametrize("around", ["div", "svg", "noscript"])  # (the last two: left out of the text)
 @pytest.mark.parametrize("levels", [253, 254, 300, 2100])
-def test_a_page_nested_deeper_than_parse_html_reads_gets_its_verdict(levels: int) -> None:
+def test_a_page_nested_deeper_than_parse_html_reads_gets_its_verdict(levels: int, around: str) -> None:
     # Scrapy's selectors parse up to 2048 levels (huge_tree) and cut the rest without a
     # word: two pages that differ past that read alike. As from_html, from_tree skips a page
     # past parse_html's 256 levels ("too_deep"), and fingerprints one within them.
     words = " ".join(f"word{n}" for n in range(60))
-    page = response(nested(levels, words))
+    page = response(nested(levels, words, around))
     result = Fingerprinter().from_tree(lambda: page.selector.root, page.text, url=page.url)
     assert result == Fingerprinter().from_html(page.text, url=page.url)
     assert (result.skip_reason == "too_deep") == (levels + 2 > 255)  # (+ <html>, <body>, <p>'s parents)

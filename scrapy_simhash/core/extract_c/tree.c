@@ -214,6 +214,33 @@ ancestors_of(const xmlNode *node)
     return count;
 }
 
+/* Whether an element of the subtree of `top` (an element with `depth` elements around it)
+ * has MAX_PARSED_DEPTH or more around it: the walk leaves invisible subtrees out, the
+ * parser's limit does not. */
+static int
+reaches_max_depth(const xmlNode *top, int depth)
+{
+    const xmlNode *node = top;
+    for (;;) {
+        if (node->type == XML_ELEMENT_NODE && depth >= MAX_PARSED_DEPTH) {
+            return 1;
+        }
+        if (node->type == XML_ELEMENT_NODE && node->children != NULL) {
+            node = node->children;
+            depth++;
+            continue;
+        }
+        while (node != top && node->next == NULL) {
+            node = node->parent;
+            depth--;
+        }
+        if (node == top) {
+            return 0;
+        }
+        node = node->next;
+    }
+}
+
 /* Walk the subtree of `root` in document order into events, without the subtrees of
  * `skipped` (their tails stay, as digests.remove_digests leaves them); -1 with an exception. */
 int
@@ -230,14 +257,15 @@ extract_flatten(Tree *tree, const xmlNode *root, const xmlNode *const *skipped, 
                 return -1;
             }
             if (depth >= MAX_PARSED_DEPTH) {
-                PyErr_SetString(extract_unsupported, "elements nested deeper than the parser reads");
-                return -1;
+                goto too_deep;
             }
             unsigned flags = cached_flags(&cache, node);
-            if (flags != (unsigned)-1 && (flags & INVISIBLE) && node != root) {
-                goto next; /* as if stripped: its subtree out, its tail in */
-            }
-            if (n_skipped > 0 && node != root && is_skipped(node, skipped, n_skipped)) {
+            int left_out = node != root && ((flags != (unsigned)-1 && (flags & INVISIBLE)) /* as if stripped */
+                                            || (n_skipped > 0 && is_skipped(node, skipped, n_skipped)));
+            if (left_out) { /* its subtree out, its tail in */
+                if (reaches_max_depth(node, depth)) {
+                    goto too_deep;
+                }
                 goto next;
             }
             int index = flags == (unsigned)-1 ? -1 : add_element(tree, node, parent, flags);
@@ -282,4 +310,7 @@ extract_flatten(Tree *tree, const xmlNode *root, const xmlNode *const *skipped, 
         node = node == root ? NULL : node->next;
     }
     return 0;
+too_deep:
+    PyErr_SetString(extract_unsupported, "elements nested deeper than the parser reads");
+    return -1;
 }
