@@ -52,7 +52,7 @@ class SimhashMiddleware:
     (robots.txt, Scrapy's own ``NO_CALLBACK`` downloads, images, JSON, errors) pass untouched and count as
     ``simhash/skipped/<reason>``. The result goes to ``request.meta["simhash"]``::
 
-        {"unchanged": False, "fingerprint": "3f0c...", "wildcard": "...", "sketch": "...",
+        {"url": "http://.../b.html", "unchanged": False, "fingerprint": "3f0c...", "wildcard": "...", "sketch": "...",
          "duplicate_of": "http://.../a.html" or None, "distance": 2 or None, "similarity": 0.93 or None}
 
     A page whose own record an earlier crawl (or another crawler sharing the index)
@@ -107,10 +107,6 @@ class SimhashMiddleware:
         return cls(crawler)
 
     async def process_response(self, request: Request, response: Response) -> Response:
-        # A verdict already in the meta is another page's: a callback that passes
-        # ``meta=response.meta`` on (or a retry's copy) would have this response's items
-        # dropped for it. Only this response's own check may set one.
-        request.meta.pop(META_KEY, None)
         if request.meta.get("dont_simhash"):
             self._checker.count("skipped/dont_simhash")
             return response
@@ -119,7 +115,7 @@ class SimhashMiddleware:
             return response
         match = await self._check(page, response)
         unchanged = is_own_record(match, response.url)
-        request.meta[META_KEY] = page_meta(page, match, unchanged=unchanged)
+        request.meta[META_KEY] = page_meta(page, match, response.url, unchanged=unchanged)
         if match is not None and not unchanged and self.config.action == "drop":
             if not self._follows(request, response.url, match.key):
                 raise NearDuplicatePage(response.url, page.fingerprint, match.key, match.distance, match.similarity)
@@ -193,11 +189,13 @@ def document_name(url: str) -> str:
     return segments[-1] if segments else ""
 
 
-def page_meta(page: FingerprintResult, match: Match | None, *, unchanged: bool = False) -> dict[str, Any]:
-    """The ``meta["simhash"]`` value: the fingerprint and what it duplicates, if anything
-    (itself, when *unchanged*: its own record from an earlier crawl)."""
+def page_meta(page: FingerprintResult, match: Match | None, url: str, *, unchanged: bool = False) -> dict[str, Any]:
+    """The ``meta["simhash"]`` value of the page at *url*: the fingerprint and what it
+    duplicates, if anything (itself, when *unchanged*: its own record from an earlier crawl).
+    A callback may pass its meta on (``meta=response.meta``): the *url* tells whose it is."""
     assert page.fingerprint is not None
     return {
+        "url": url,
         "unchanged": unchanged,
         "fingerprint": to_hex(page.fingerprint),
         "wildcard": to_hex(page.wildcard),

@@ -70,6 +70,8 @@ class SimhashSpiderMiddleware:
         meta = request.meta.get(META_KEY) if request is not None else None
         if not isinstance(meta, dict) or meta.get("duplicate_of") is None:
             return None
+        if meta.get("url") != response.url:  # another page's, passed on in the meta: this one was not checked
+            return None
         if meta.get("unchanged") is True:
             return "unchanged"
         return "dropped" if self._dropped else None

@@ -146,7 +146,8 @@ class MetaPassingSpider(RecordingSpider):
         yield response.follow(f"{response.url}.json", callback=self.parse_data, meta=response.meta)
 
     def parse_data(self, response: Any) -> Iterator[dict[str, str]]:
-        yield {"url": response.url, "data": response.text}
+        # (the page's verdict, passed on, is still there to read)
+        yield {"url": response.url, "data": response.text, "page": response.meta["simhash"]["url"]}
 
 
 def test_a_verdict_passed_on_in_meta_is_not_another_responses(tmp_path: Path) -> None:
