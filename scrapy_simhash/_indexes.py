@@ -70,12 +70,13 @@ class ComponentIndexes:
         options, held open until :meth:`close`; a Redis server that does not answer)."""
         spec = self.config.index
         if is_shared_spec(spec):
-            from .index.redis._client import UnavailableAsIndexError  # (redis-py: an extra)
-
             client = self._shared_client()
-            if client is not None:
-                with UnavailableAsIndexError(str(spec)):
-                    client.ping()
+            if client is None:  # no redis-py (an extra): opening the index says what to install
+                open_index(spec)
+            from .index.redis._client import UnavailableAsIndexError
+
+            with UnavailableAsIndexError(str(spec)):
+                client.ping()
         elif uses_disk(spec) and self._release_store is None:
             assert spec is not None
             self._release_store = hold_store(spec, self.config.fingerprint.signature(), self.config.index_reset,

@@ -123,12 +123,17 @@ def content_key(adapter: ItemAdapter) -> str:
 
 
 def _canonical(value: Any) -> Any:
-    """*value* as JSON sorts it the same in every process: a dict's keys as the strings
-    JSON makes of them (mixed ``1`` and ``"a"`` keys cannot be sorted as they are), a set's
+    """*value* as JSON sorts it the same in every process: a dict whose keys cannot be
+    sorted together (``1`` and ``"a"``) with them as the strings JSON makes of them, a set's
     members in the order of their JSON (``repr`` of a set of str follows the process's hash
-    seed). Plain values, and dicts of str keys, stay as they are: the keys of earlier crawls."""
+    seed). Plain values, and dicts of keys that sort, stay as they are: the keys of earlier crawls."""
     if isinstance(value, dict):
-        return {_json_key(key): _canonical(item) for key, item in value.items()}
+        items = {key: _canonical(item) for key, item in value.items()}
+        try:
+            sorted(items)
+        except TypeError:
+            return {_json_key(key): item for key, item in items.items()}
+        return items
     if isinstance(value, (list, tuple)):
         return [_canonical(item) for item in value]
     if isinstance(value, (set, frozenset)):

@@ -3,6 +3,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import os
 import re
 import subprocess
 import sys
@@ -386,3 +387,16 @@ def test_evaluate_shows_its_progress_on_stderr(pages: dict[str, Path], tmp_path:
     status, out, err = run_cli(capsys, "evaluate", "--pages", str(source), "--pairs", str(pairs), "-k", "3")
     assert status == 0 and "crawl order, k=3" in out
     assert "evaluate: fingerprinting: 4 records, 1 skipped" in err
+
+
+def test_dedup_reads_a_named_pipe_whole(pages: dict[str, Path], tmp_path: Path) -> None:
+    # Its input check must not open the pipe: that would end the writer's stream before dedup reads it.
+    fifo = tmp_path / "pages.fifo"
+    os.mkfifo(fifo)
+    lines = "".join(json.dumps({"id": name, "html": pages[name].read_text()}) + "\n" for name in ("original", "copy"))
+    writer = subprocess.Popen([sys.executable, "-c", f"open({str(fifo)!r}, 'w').write({lines!r})"])
+    run = subprocess.run([sys.executable, "-m", "scrapy_simhash", "dedup", str(fifo), "-o", "-"],
+                         capture_output=True, text=True, timeout=120)
+    assert writer.wait(timeout=60) == 0
+    assert run.returncode == 0, run.stderr
+    assert [json.loads(line)["id"] for line in run.stdout.splitlines()] == ["original", "copy"]

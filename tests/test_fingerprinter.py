@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from scrapy_simhash.core.fingerprint import hamming_distance
@@ -122,6 +123,12 @@ def test_an_option_of_another_type_is_a_type_error_naming_it(name: str, value: o
     assert "secret" not in str(error.value)  # a hash key is never shown
 
 
+def test_a_numpy_int_option_is_the_int_it_is() -> None:
+    options = FingerprintOptions(shingle_size=np.int64(2), wildcard_bits=np.int32(10))
+    assert type(options.shingle_size) is int and options == FingerprintOptions(shingle_size=2, wildcard_bits=10)
+    assert options.signature() == FingerprintOptions(shingle_size=2).signature()
+
+
 @pytest.mark.parametrize("method", ["from_html", "main_blocks"])
 def test_a_url_that_is_not_a_str_is_a_type_error_naming_it(method: str) -> None:
     with pytest.raises(TypeError, match="^url must be a str or None, not bytes"):
@@ -199,3 +206,15 @@ def test_a_short_pages_title_counts_without_the_sites_name() -> None:
 def test_a_long_page_is_fingerprinted_without_its_title() -> None:
     retitled = _page().replace("<title>Widgets</title>", "<title>Widgets - a repost on another site</title>")
     assert Fingerprinter().from_html(_page()) == Fingerprinter().from_html(retitled)
+
+
+def test_a_utf16_page_longer_than_parse_html_reads_is_read_as_its_utf8_twin(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Cut at MAX_HTML_BYTES once converted to UTF-8; the declared encoding (utf-16) must not
+    # then be applied to those UTF-8 bytes.
+    from scrapy_simhash.core import text
+
+    page = f"<html><body><p>{ARTICLE}</p><p>{ARTICLE} and more.</p></body></html>"
+    monkeypatch.setattr(text, "MAX_HTML_BYTES", len(page.encode()) // 2)
+    in_utf8 = Fingerprinter().from_html(page.encode(), encoding="utf-8")
+    in_utf16 = Fingerprinter().from_html(b"\xff\xfe" + page.encode("utf-16-le"), encoding="utf-16")
+    assert in_utf16.fingerprint is not None and in_utf16 == in_utf8

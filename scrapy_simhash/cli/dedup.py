@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 from operator import itemgetter
 from typing import Any
 
@@ -102,7 +103,8 @@ def check_input_and_output(pages: str, output: str) -> None:
     the output must not be it, which opening it to write would empty before it is read."""
     if pages == "-":
         return
-    with open(pages, "rb"):
-        pass
+    if stat.S_ISREG(os.stat(pages).st_mode):  # (not a named pipe: opening it to see would end its writer's stream)
+        with open(pages, "rb"):
+            pass
     if output != "-" and os.path.exists(output) and os.path.samefile(pages, output):
         raise ValueError(f"{output}: the output is the input file: give another --output")

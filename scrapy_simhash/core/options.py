@@ -7,6 +7,7 @@ another kind (other options, another :data:`ALGORITHM_VERSION`).
 from __future__ import annotations
 
 import hashlib
+import numbers
 from dataclasses import asdict, dataclass, field
 from typing import Final, Literal
 
@@ -82,7 +83,9 @@ class FingerprintOptions:
         # Before the range checks, which would fail on a str with Python's own message.
         for name, kind in _FIELD_TYPES.items():
             value = getattr(self, name)
-            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            if kind is int and isinstance(value, numbers.Integral) and not isinstance(value, bool):
+                object.__setattr__(self, name, int(value))  # (a NumPy int: signed as the int it is)
+            elif not isinstance(value, kind):
                 # (the value not shown: it may be the hash key)
                 raise TypeError(f"{name} must be {kind.__name__}, not {type(value).__name__}")
 

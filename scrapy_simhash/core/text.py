@@ -144,7 +144,7 @@ def parse_html(
     parser then leaves out what lies deeper, so the text left is not the page's.
     """
     data, known_utf8, _ = _page_bytes(html)
-    if isinstance(html, str):
+    if isinstance(html, str) or _has_wide_bom(html):  # (a UTF-16 or UTF-32 page is UTF-8 by now, cut or not)
         encoding = "utf-8"
     if not known_utf8 and not _is_utf8(data, encoding):
         # lxml refuses str with an encoding declaration: re-encode and say it is UTF-8.
