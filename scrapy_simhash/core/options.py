@@ -85,7 +85,7 @@ class FingerprintOptions:
             value = getattr(self, name)
             if kind is int and isinstance(value, numbers.Integral) and not isinstance(value, bool):
                 object.__setattr__(self, name, int(value))  # (a NumPy int: signed as the int it is)
-            elif not isinstance(value, kind):
+            elif not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
                 # (the value not shown: it may be the hash key)
                 raise TypeError(f"{name} must be {kind.__name__}, not {type(value).__name__}")
 
