@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_disk_recovery import KEYS, LOG, _compacted_copy, _copy, entries, stored
+from test_disk_recovery import KEYS, LOG, _compacted_copy, _copy, entries, fork_reporting, stored
 
 from scrapy_simhash.index import DiskIndex, IndexFormatError, IndexUnavailableError
 from scrapy_simhash.index import _logfile as lf
@@ -123,20 +123,6 @@ def test_a_reader_refuses_mixed_files_that_do_not_move_at_once(tmp_path: Path) -
 # -- a real writer compacting, a real reader opening ----------------------------------------
 
 
-def _fork(target: Callable[[int], None]) -> tuple[int, int]:
-    """A child running *target(report_fd)*; its pid and the read end of its reports."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        os.close(read_end)
-        try:
-            target(write_end)
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    return pid, read_end
-
-
 def _compact_until(path: Path, deadline: float, report: int) -> None:
     while time.monotonic() < deadline:
         compact_store(path)
@@ -166,8 +152,8 @@ def test_readers_beside_a_writer_compacting_in_a_loop_see_the_whole_store(tmp_pa
     with DiskIndex(tmp_path) as index:
         index.add_entries(entries(200))
     deadline = time.monotonic() + 3.0  # (how long they run, not a timed assertion)
-    writer = _fork(lambda report: _compact_until(tmp_path, deadline, report))
-    reader = _fork(lambda report: _read_until(tmp_path, deadline, report))
+    writer = fork_reporting(lambda report: _compact_until(tmp_path, deadline, report))
+    reader = fork_reporting(lambda report: _read_until(tmp_path, deadline, report))
     compactions, reads = _reports(*writer), _reports(*reader)
     assert compactions and reads
     assert [line for line in reads if line != "whole" and not line.startswith("unsettled")] == []

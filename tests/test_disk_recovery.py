@@ -223,8 +223,8 @@ def _writer(path: Path, seed: int, ack: int, fsync_seconds: float | None) -> Non
                 os.write(ack, f"+{key}\n".encode())
 
 
-def _run_and_kill(target, delay: float) -> list[str]:
-    """Fork a child running *target(ack_fd)*, SIGKILL it *delay* s after its first report."""
+def fork_reporting(target: Callable[[int], None]) -> tuple[int, int]:
+    """A child running *target(report_fd)*; its pid and the read end of its reports."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
@@ -234,6 +234,12 @@ def _run_and_kill(target, delay: float) -> list[str]:
         finally:
             os._exit(0)
     os.close(write_end)
+    return pid, read_end
+
+
+def _run_and_kill(target: Callable[[int], None], delay: float) -> list[str]:
+    """Fork a child running *target(ack_fd)*, SIGKILL it *delay* s after its first report."""
+    pid, read_end = fork_reporting(target)
     with os.fdopen(read_end, "rb") as reports:
         first = reports.readline()
         time.sleep(delay)
