@@ -274,6 +274,22 @@ def test_an_evicted_chunk_does_not_block_storing(redis_url: str) -> None:
         assert list(index.items()) == [(0xABCD, "again")]
 
 
+@pytest.mark.parametrize("kind", ["o", "k"])  # the key ends' string, or the keys' own
+def test_an_evicted_chunk_does_not_block_storing_nor_match_as_another_key(redis_url: str, kind: str) -> None:
+    # Redis under maxmemory may evict one string of a chunk and keep the others: with the
+    # keys' string gone, its records matched under the key "" (a page, fetched again, a
+    # near-duplicate of nothing).
+    namespace = uuid.uuid4().hex
+    with RedisIndex(redis_url, namespace=namespace) as index, redis.Redis.from_url(redis_url) as client:
+        index.add(0xABCD, "evicted")
+        client.delete(index._names.chunk(kind, 0))
+        verdict = index.replace_if_new(0xABCD, "evicted")
+        assert verdict.match is None
+        assert [match.key for match in index.query(0xABCD)] == ["evicted"]
+    with RedisIndex(redis_url, namespace=namespace) as fresh:  # a crawler that reads the log anew
+        assert [match.key for match in fresh.query(0xABCD)] == ["evicted"]
+
+
 def test_a_worker_follows_what_other_workers_remove_and_reset(redis_url: str) -> None:
     with RedisIndex(redis_url) as a, RedisIndex(redis_url) as b:
         a.add(0xFF, "removed")

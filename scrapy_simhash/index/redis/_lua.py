@@ -91,6 +91,14 @@ local function live(seq)  -- not expired (TTL), not removed
   return not removed(seq)
 end
 
+-- where the key of the record at slot ends in its chunk's keys (0 before slot 0; -1 when
+-- its end is gone with the chunk's string of key ends)
+local function key_end(chunk, slot)
+  if slot < 0 then return 0 end
+  local ends = redis.call('GETRANGE', name('o', chunk), slot * 4, slot * 4 + 3)
+  return #ends == 4 and struct.unpack('>I4', ends) or -1
+end
+
 -- the key of record seq; false when it is gone (its chunk expired or was evicted)
 local GONE = 4294967295  -- the key end of a record whose chunk was blanked (see blank)
 local function key_of(seq)
@@ -104,7 +112,9 @@ local function key_of(seq)
   else return false end
   if stop == GONE then return false elseif start == GONE then start = 0 end
   if stop == start then return '' end
-  return redis.call('GETRANGE', name('k', chunk), start, stop - 1)
+  local key = redis.call('GETRANGE', name('k', chunk), start, stop - 1)
+  if #key < stop - start then return false end  -- the keys' string alone evicted (or cut): gone
+  return key
 end
 
 -- the values of records first .. last - 1 in the chunk strings of kind, width bytes
@@ -179,6 +189,8 @@ local function append(fp8, key, sketch, crc4)
   local slot, expiry = N - chunk * CHUNK, struct.pack('>I4', NOW + TTL)
   local whole = redis.call('APPEND', name('f', chunk), fp8) == slot * 8 + 8
   local stop = redis.call('APPEND', name('k', chunk), key)
+  -- the keys' string alone lost (evicted) would start again at 0, under the old key ends
+  whole = stop == key_end(chunk, slot - 1) + #key and whole
   whole = redis.call('APPEND', name('o', chunk), struct.pack('>I4', stop)) == slot * 4 + 4 and whole
   whole = redis.call('APPEND', name('h', chunk), crc4) == slot * 4 + 4 and whole
   if TTL > 0 then whole = redis.call('APPEND', name('e', chunk), expiry) == slot * 4 + 4 and whole end
