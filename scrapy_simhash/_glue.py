@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
@@ -99,10 +100,14 @@ class NearDuplicateChecker:
         except OSError as exc:  # a path that cannot be a directory, no permission, a full disk
             reason = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
             raise ValueError(
-                f"SIMHASH_INDEX={self.config.index!r}: cannot open or create the index: {reason}"
+                f"SIMHASH_INDEX={_shown(self.config.index)!r}: cannot open or create the index: {reason}"
             ) from exc
         except IndexFormatError as exc:  # a file, a foreign or corrupt store, other options
-            raise IndexFormatError(f"SIMHASH_INDEX={self.config.index!r}: {exc}") from exc
+            raise IndexFormatError(f"SIMHASH_INDEX={_shown(self.config.index)!r}: {exc}") from exc
+        except Exception as exc:
+            if not _refused_by_redis(exc, self.config.index):
+                raise
+            raise ValueError(f"SIMHASH_INDEX={_shown(self.config.index)!r}: {exc}") from exc
         self._logger.info(
             "Simhash %(kind)s index opened: %(index)s", {"kind": self._kind, "index": summary(info)}
         )
@@ -265,7 +270,7 @@ class NearDuplicateChecker:
         except IndexUnavailableError:
             raise
         except (OSError, SimhashIndexError) as exc:  # (SIMHASH_SCOPE="domain": the store was checked at the start)
-            raise UnusableHostIndex(f"SIMHASH_INDEX={self.config.index!r}, host {host!r}: {exc}") from exc
+            raise UnusableHostIndex(f"SIMHASH_INDEX={_shown(self.config.index)!r}, host {host!r}: {exc}") from exc
 
     def _count_result(self, key: str, match: Match | None) -> None:
         if match is None:
@@ -326,6 +331,26 @@ class NearDuplicateChecker:
 
     def _stats_set(self, name: str, value: int) -> None:
         self._crawler.stats.set_value(f"{self._prefix}/{name}", value)
+
+
+def _shown(spec: str | None) -> str | None:
+    """SIMHASH_INDEX as messages show it: a Redis URL without its password."""
+    if not is_shared_spec(spec):
+        return spec
+    from .index.redis._client import safe_url  # (redis-py, loaded by then)
+
+    assert spec is not None
+    return safe_url(spec)
+
+
+def _refused_by_redis(exc: Exception, spec: str | None) -> bool:
+    """Whether *exc* is Redis (or redis-py) refusing what the URL asks for: a database it
+    does not have (or ``SELECT`` in a cluster), an argument in the URL's query it does not
+    take. (A server that does not answer is an :class:`IndexUnavailableError`.)"""
+    if not is_shared_spec(spec):
+        return False
+    redis = sys.modules.get("redis")  # (loaded by then: the index is a Redis one)
+    return isinstance(exc, TypeError) or (redis is not None and isinstance(exc, redis.ResponseError))
 
 
 class UnusableHostIndex(IndexUnavailableError):

@@ -101,6 +101,9 @@ def test_valid_values(name: str, value: Any, attribute: str, expected: Any) -> N
         ("SIMHASH_ON_INDEX_ERROR", "ignore"),
         ("SIMHASH_INDEX", "htps://redis.internal:6379/0"),
         ("SIMHASH_INDEX", "ftp://example.com/index"),
+        ("SIMHASH_INDEX", "redis:/127.0.0.1:6379"),  # a slash missing: not a directory of that name
+        ("SIMHASH_INDEX", "unix:/run/redis.sock"),
+        ("SIMHASH_INDEX", "redis://127.0.0.1:port/0"),
         ("SIMHASH_INDEX", "   "),
         ("SIMHASH_INDEX", 5),
         ("SIMHASH_MAX_DISTANCE", 3.7),

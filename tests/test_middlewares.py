@@ -238,6 +238,19 @@ def test_a_host_index_that_cannot_be_opened_is_no_end_to_an_outage(own_redis_ser
     mw._checker.spider_closed()
 
 
+@pytest.mark.parametrize("scope", ["crawl", "domain"])
+@pytest.mark.parametrize(("what", "password"), [("/99", ""), ("/0?no_such_argument=1", ":s3cret@")])
+def test_a_redis_url_redis_refuses_fails_the_start_naming_the_setting(
+    own_redis_server: Any, what: str, password: str, scope: str
+) -> None:
+    # (a database the server does not have; an argument redis-py does not take) - a
+    # password never shown
+    url = own_redis_server.url.rsplit("/", 1)[0].replace("//", f"//{password}") + what
+    with pytest.raises(ValueError, match=r"^SIMHASH_INDEX='redis://(:\*\*\*@)?127\.0\.0\.1:\d+/") as error:
+        middleware(SIMHASH_INDEX=url, SIMHASH_SCOPE=scope)
+    assert "s3cret" not in str(error.value)
+
+
 def test_an_unreachable_redis_fails_the_start_with_an_index_per_host_too(own_redis_server: Any) -> None:
     own_redis_server.stop()
     with pytest.raises(IndexUnavailableError):

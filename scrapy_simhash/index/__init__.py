@@ -29,6 +29,8 @@ logger = logging.getLogger(__name__)
 _REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 # "scheme://": a URL, as opposed to a path (which may hold ":" but not a scheme first).
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+# A Redis URL with a slash or a colon missing ("redis:/host:6379", "unix:/tmp/redis.sock").
+_MISTYPED_URL = re.compile(r"^(?:rediss?|unix)(?::(?!//)|//)", re.IGNORECASE)
 # The path of a redis:// URL: none, or the database number.
 _DATABASE_PATH = re.compile(r"(/\d*)?/?")
 
@@ -108,13 +110,26 @@ def check_index_spec(spec: object) -> str:
     text = os.fspath(spec)
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"expected 'memory', a path or a Redis URL, not {spec!r}")
+    schemes = ", ".join(_REDIS_SCHEMES[:-1]) + " or " + _REDIS_SCHEMES[-1]
     if _URL.match(text) and not text.startswith(_REDIS_SCHEMES):
-        schemes = ", ".join(_REDIS_SCHEMES[:-1]) + " or " + _REDIS_SCHEMES[-1]
         raise ValueError(f"{text!r} is neither a {schemes} URL nor a path")
-    if text.startswith(("redis://", "rediss://")) and not _DATABASE_PATH.fullmatch(urlsplit(text).path):
-        # redis-py would ignore it and use database 0: another crawl's, maybe
-        raise ValueError(f"{text!r}: a Redis URL's path is its database number (redis://host:6379/0)")
+    if _MISTYPED_URL.match(text):  # (else a directory of that name: each crawler of a fleet its own index)
+        raise ValueError(f"{text!r} looks like a Redis URL, mistyped: {schemes} (redis://host:6379/0)")
+    if text.startswith(("redis://", "rediss://")):
+        _check_redis_url(text)
     return text
+
+
+def _check_redis_url(url: str) -> None:
+    """What redis-py would take silently (a path that is no database number: database 0,
+    another crawl's maybe) or refuse deep in a connection (a port that is no number)."""
+    parts = urlsplit(url)
+    if not _DATABASE_PATH.fullmatch(parts.path):
+        raise ValueError(f"{url!r}: a Redis URL's path is its database number (redis://host:6379/0)")
+    try:
+        parts.port
+    except ValueError as exc:
+        raise ValueError(f"{url!r}: {exc}") from None
 
 
 def is_shared_spec(spec: str | os.PathLike[str] | None) -> bool:
