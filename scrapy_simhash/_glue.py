@@ -34,6 +34,7 @@ from .index import (
     is_shared_spec,
     uses_disk,
 )
+from .index._urls import shown_url
 from .index.base import is_own_record, similarity_note
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ class NearDuplicateChecker:
                 self._indexes.check_store()
                 self._logger.info(
                     "Simhash %(kind)s index: one per host (SIMHASH_SCOPE='domain'), %(spec)s, k=%(k)d",
-                    {"kind": self._kind, "spec": self.config.index or "memory", "k": self.config.max_distance},
+                    {"kind": self._kind, "spec": _shown(self.config.index) or "memory", "k": self.config.max_distance},
                 )
                 return
             info = self._indexes.for_host("").describe()  # counts the entries once (a scan in Redis with TTL)
@@ -335,12 +336,7 @@ class NearDuplicateChecker:
 
 def _shown(spec: str | None) -> str | None:
     """SIMHASH_INDEX as messages show it: a Redis URL without its password."""
-    if not is_shared_spec(spec):
-        return spec
-    from .index.redis._client import safe_url  # (redis-py, loaded by then)
-
-    assert spec is not None
-    return safe_url(spec)
+    return shown_url(spec) if spec is not None and is_shared_spec(spec) else spec
 
 
 def _refused_by_redis(exc: Exception, spec: str | None) -> bool:

@@ -107,6 +107,11 @@ class SimhashMiddleware:
         return cls(crawler)
 
     async def process_response(self, request: Request, response: Response) -> Response:
+        passed_on = request.meta.get(META_KEY)
+        if isinstance(passed_on, dict) and passed_on.get("url") == response.url:
+            # A verdict passed on to a request of the same URL (an async postback, another
+            # format of the page): not this response's, which its own check, if any, sets.
+            del request.meta[META_KEY]
         if request.meta.get("dont_simhash"):
             self._checker.count("skipped/dont_simhash")
             return response

@@ -129,16 +129,22 @@ def _canonical(value: Any) -> Any:
     seed). Plain values, and dicts of keys that sort, stay as they are: the keys of earlier crawls."""
     if isinstance(value, dict):
         items = {key: _canonical(item) for key, item in value.items()}
-        try:
-            sorted(items)
-        except TypeError:
-            return {_json_key(key): item for key, item in items.items()}
-        return items
+        if all(isinstance(key, _JSON_KEYS) for key in items):
+            try:
+                sorted(items)
+                return items
+            except TypeError:
+                pass
+        return {_json_key(key): item for key, item in items.items()}
     if isinstance(value, (list, tuple)):
         return [_canonical(item) for item in value]
     if isinstance(value, (set, frozenset)):
         return sorted((_canonical(item) for item in value), key=_sorting_text)
     return value
+
+
+#: The dict keys JSON writes (as strings): others (a tuple, bytes) it refuses, even with ``default``.
+_JSON_KEYS = (str, int, float, bool, type(None))
 
 
 def _json_key(key: Any) -> str:

@@ -236,6 +236,13 @@ def test_dedup_of_a_missing_input_creates_no_index(tmp_path: Path, capsys: pytes
     assert not (tmp_path / "index").exists()
 
 
+def test_dedup_of_a_directory_leaves_its_output_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "out.jsonl").write_text('{"id": "kept"}\n')
+    status, _, err = run_cli(capsys, "dedup", str(tmp_path), "-o", str(tmp_path / "out.jsonl"))
+    assert status == 1 and "Is a directory" in err
+    assert (tmp_path / "out.jsonl").read_text() == '{"id": "kept"}\n'
+
+
 def test_dedup_refuses_to_write_over_its_input(
     pages: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -159,3 +159,13 @@ def test_jobdir_keeps_the_index_beside_requests_seen(tmp_path: Path) -> None:
 
 def test_an_explicit_index_wins_over_jobdir(tmp_path: Path) -> None:
     assert parse(JOBDIR=str(tmp_path), SIMHASH_INDEX="memory").index == "memory"
+
+
+@pytest.mark.parametrize(
+    "url", ["redis://user:s3cret@host:63a79/0", "redis:/user:s3cret@host:6379", "redis://:s3#cret@host/x"]
+)
+def test_a_bad_redis_url_is_refused_without_showing_its_password(url: str) -> None:
+    with pytest.raises(ValueError, match="SIMHASH_INDEX") as error:
+        parse(SIMHASH_INDEX=url)
+    assert "s3" not in str(error.value) and "***" in str(error.value)
+

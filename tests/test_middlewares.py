@@ -148,6 +148,21 @@ def test_statuses_are_configurable() -> None:
     assert stats(mw)["simhash/kept"] == 1
 
 
+def test_a_verdict_passed_on_to_the_same_url_is_not_the_unchecked_responses() -> None:
+    # (a postback to the page's URL answered in text, with meta=response.meta): its items
+    # must not be dropped for the page's verdict; other pages' verdicts are left to read
+    mw = middleware()
+    page = html_response("http://a.example/coffee")
+    process(mw, page)
+    verdict = {**page.request.meta["simhash"], "duplicate_of": "http://a.example/other", "unchanged": True}
+    request = Request("http://a.example/coffee", meta={"simhash": verdict})
+    answer = TextResponse("http://a.example/coffee", body=b"updated: 3 items", request=request)
+    assert process(mw, answer) is answer and "simhash" not in request.meta
+    elsewhere = Request("http://a.example/api", meta={"simhash": verdict})
+    process(mw, TextResponse("http://a.example/api", body=b"{}", request=elsewhere))
+    assert elsewhere.meta["simhash"] is verdict
+
+
 def test_dont_simhash_skips_the_request() -> None:
     mw = middleware()
     process(mw, html_response("http://a.example/coffee"))

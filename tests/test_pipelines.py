@@ -144,7 +144,8 @@ def test_a_malformed_carried_value_is_ignored(carried: Any) -> None:
 
 def test_an_item_without_url_of_any_json_like_fields_has_one_key_in_every_process() -> None:
     # Mixed dict keys made json.dumps(sort_keys=True) raise TypeError: the item was lost.
-    item = {"body": TEXT, "extra": {1: "x", "a": "y", None: 0, (2, 3): "t"}, "tags": {"moons", "jupiter", "io"}}
+    item = {"body": TEXT, "extra": {1: "x", "a": "y", None: 0, (2, 3): "t"}, "tags": {"moons", "jupiter", "io"},
+            "by_pair": {(1, 2): "x"}, "by_bytes": {b"k": "y"}}
     pipe = pipeline(SIMHASH_ITEM_FIELDS=["body"], SIMHASH_MIN_TOKENS=10)
     assert process(pipe, item) is item
     with pytest.raises(NearDuplicateItem) as raised:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import stat
 from operator import itemgetter
@@ -103,7 +104,10 @@ def check_input_and_output(pages: str, output: str) -> None:
     the output must not be it, which opening it to write would empty before it is read."""
     if pages == "-":
         return
-    if stat.S_ISREG(os.stat(pages).st_mode):  # (not a named pipe: opening it to see would end its writer's stream)
+    mode = os.stat(pages).st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), pages)
+    if stat.S_ISREG(mode):  # (not a named pipe: opening it to see would end its writer's stream)
         with open(pages, "rb"):
             pass
     if output != "-" and os.path.exists(output) and os.path.samefile(pages, output):

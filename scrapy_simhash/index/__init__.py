@@ -22,6 +22,7 @@ from .base import (
 )
 from ._diskstore import LOG_NAME
 from ._logfile import read_header
+from ._urls import shown_url
 from .disk import DiskIndex
 from .memory import MemoryIndex
 
@@ -29,8 +30,8 @@ logger = logging.getLogger(__name__)
 _REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 # "scheme://": a URL, as opposed to a path (which may hold ":" but not a scheme first).
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-# A Redis URL with a slash or a colon missing ("redis:/host:6379", "unix:/tmp/redis.sock").
-_MISTYPED_URL = re.compile(r"^(?:rediss?|unix)(?::(?!//)|//)", re.IGNORECASE)
+# A Redis URL with a slash missing ("redis:/host:6379", "unix:/tmp/redis.sock", "redis:host").
+_MISTYPED_URL = re.compile(r"^(?:rediss?|unix):(?!//)", re.IGNORECASE)
 # The path of a redis:// URL: none, or the database number.
 _DATABASE_PATH = re.compile(r"(/\d*)?/?")
 
@@ -112,9 +113,12 @@ def check_index_spec(spec: object) -> str:
         raise ValueError(f"expected 'memory', a path or a Redis URL, not {spec!r}")
     schemes = ", ".join(_REDIS_SCHEMES[:-1]) + " or " + _REDIS_SCHEMES[-1]
     if _URL.match(text) and not text.startswith(_REDIS_SCHEMES):
-        raise ValueError(f"{text!r} is neither a {schemes} URL nor a path")
+        raise ValueError(f"{shown_url(text)!r} is neither a {schemes} URL nor a path")
     if _MISTYPED_URL.match(text):  # (else a directory of that name: each crawler of a fleet its own index)
-        raise ValueError(f"{text!r} looks like a Redis URL, mistyped: {schemes} (redis://host:6379/0)")
+        raise ValueError(
+            f"{shown_url(text)!r} looks like a Redis URL, mistyped: {schemes} (redis://host:6379/0);"
+            f" a directory of that name: ./{shown_url(text)}"
+        )
     if text.startswith(("redis://", "rediss://")):
         _check_redis_url(text)
     return text
@@ -125,11 +129,11 @@ def _check_redis_url(url: str) -> None:
     another crawl's maybe) or refuse deep in a connection (a port that is no number)."""
     parts = urlsplit(url)
     if not _DATABASE_PATH.fullmatch(parts.path):
-        raise ValueError(f"{url!r}: a Redis URL's path is its database number (redis://host:6379/0)")
+        raise ValueError(f"{shown_url(url)!r}: a Redis URL's path is its database number (redis://host:6379/0)")
     try:
         parts.port
-    except ValueError as exc:
-        raise ValueError(f"{url!r}: {exc}") from None
+    except ValueError:
+        raise ValueError(f"{shown_url(url)!r}: its port is no number") from None  # (urllib's message quotes it)
 
 
 def is_shared_spec(spec: str | os.PathLike[str] | None) -> bool:

@@ -172,6 +172,11 @@ class StoreFiles:
                 remove_if_there(os.path.join(self.directory, CHECKPOINT_NAME))
 
     @property
+    def file_bytes(self) -> int:
+        """The bytes of the two files open (a reader's log may be one a compaction renamed since)."""
+        return os.fstat(self._log_fd).st_size + os.fstat(self._keys_fd).st_size
+
+    @property
     def generation(self) -> int:
         """Which compaction wrote the files (0: never, in format 2)."""
         return int(self.header.get("generation", 0))

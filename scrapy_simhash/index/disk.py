@@ -157,7 +157,7 @@ class DiskIndex(SimhashIndex):
             "namespaces": store.namespaces,
             "signature": store.header.get("signature", ""),
             "created_at": store.header.get("created_at"),
-            "file_bytes": os.path.getsize(store.log_path) + os.path.getsize(store.keys_path),  # (a reader's may be .new)
+            "file_bytes": store.file_bytes,
             "truncated_tail_bytes": store.truncated_bytes,
             "synced_bytes_missing": store.synced_bytes_missing,
         }

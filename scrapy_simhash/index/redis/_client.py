@@ -10,13 +10,13 @@ from __future__ import annotations
 import re
 from contextlib import AbstractContextManager
 from types import TracebackType
-from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.backoff import ExponentialBackoff
 from redis.cluster import RedisCluster
 from redis.retry import Retry
 
+from .._urls import shown_url
 from ..base import IndexUnavailableError
 
 _UNAVAILABLE = (
@@ -111,16 +111,12 @@ def is_no_meta(reply: object) -> bool:
 
 
 def safe_url(url: str) -> str:
-    """*url* without its password, for messages.
+    """*url* without its password, for messages (:func:`.._urls.shown_url`).
 
     >>> safe_url("redis://user:secret@host:6379/0")
     'redis://user:***@host:6379/0'
     """
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    port = f":{parts.port}" if parts.port else ""
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{parts.hostname}{port}"))
+    return shown_url(url)
 
 
 def glob_escape(text: str) -> str:

@@ -224,7 +224,8 @@ class Chunk:
             if stop == GONE:  # blanked (``blank`` in _lua); the next key starts at 0
                 start = 0
                 continue
-            if alive and self.first_seq + slot not in removed:
+            whole = start <= stop <= len(self.keys)  # (else keys lost, begun again under old ends: gone)
+            if alive and whole and self.first_seq + slot not in removed:
                 yield fingerprint, decode_stored_key(self.keys[start:stop]), self._sketch(slot)
             start = stop
 

@@ -111,6 +111,7 @@ local function key_of(seq)
   elseif slot > 0 and #ends == 8 then start, stop = struct.unpack('>I4I4', ends)
   else return false end
   if stop == GONE then return false elseif start == GONE then start = 0 end
+  if stop < start then return false end  -- (keys started again under old ends, by an older release)
   if stop == start then return '' end
   local key = redis.call('GETRANGE', name('k', chunk), start, stop - 1)
   if #key < stop - start then return false end  -- the keys' string alone evicted (or cut): gone
