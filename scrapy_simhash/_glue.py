@@ -346,7 +346,11 @@ def _refused_by_redis(exc: Exception, spec: str | None) -> bool:
     if not is_shared_spec(spec):
         return False
     redis = sys.modules.get("redis")  # (loaded by then: the index is a Redis one)
-    return isinstance(exc, TypeError) or (redis is not None and isinstance(exc, redis.ResponseError))
+    return (
+        isinstance(exc, ValueError)  # redis-py's "Invalid value for 'db' in connection URL"
+        or (isinstance(exc, TypeError) and "unexpected keyword argument" in str(exc))  # ?no_such_argument=1
+        or (redis is not None and isinstance(exc, redis.ResponseError))
+    )
 
 
 class UnusableHostIndex(IndexUnavailableError):

@@ -293,3 +293,12 @@ def test_importing_an_export_twice_adds_nothing_the_second_time(disk_store: Path
     assert f"imported 0 entries, {entries} already present" in capsys.readouterr().err
     with open_index(disk_store, namespace="books") as source, open_index(copy) as index:
         assert sorted(index.items()) == sorted(source.items())
+
+
+def test_a_mistyped_redis_url_is_refused_without_showing_its_password(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for command in (["inspect"], ["inspect", "--ttl", "5"]):
+        assert main([*command, "redis:/user:s3cret@127.0.0.1:6379"]) == 1
+        err = capsys.readouterr().err
+        assert "looks like a Redis URL" in err and "s3cret" not in err

@@ -162,7 +162,14 @@ def test_an_explicit_index_wins_over_jobdir(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["redis://user:s3cret@host:63a79/0", "redis:/user:s3cret@host:6379", "redis://:s3#cret@host/x"]
+    "url",
+    [
+        "redis://user:s3cret@host:63a79/0",
+        "redis:/user:s3cret@host:6379",
+        "redis://:s3#cret@host/x",
+        "redis:/u:s3//cret@host",
+        "  redis://:s3cret@host:6379/0",  # (else a directory: each crawler of a fleet its own index)
+    ],
 )
 def test_a_bad_redis_url_is_refused_without_showing_its_password(url: str) -> None:
     with pytest.raises(ValueError, match="SIMHASH_INDEX") as error:

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..core.fingerprint import from_hex, to_hex
 from ..core.sketch import check_sketch
-from ..index import DiskIndex, SimhashIndex, is_shared_spec, open_index
+from ..index import DiskIndex, SimhashIndex, check_index_spec, is_shared_spec, open_index
 from ..index.base import check_ttl
 from ..index.disk import compact_store
 from ._common import add_distance_argument, add_similarity_argument
@@ -117,6 +117,7 @@ def _check_stored(args: argparse.Namespace) -> None:
     if args.index == "memory":
         raise ValueError("'memory' is a fresh in-memory index, gone when the command ends: "
                          "give an index directory (./memory for one of that name) or a redis:// URL")
+    check_index_spec(args.index)  # (a mistyped Redis URL is no directory to look for)
     if args.ttl is not None and not is_shared_spec(args.index):
         raise ValueError(f"--ttl is for a redis:// index (SIMHASH_TTL): {args.index} keeps its entries for ever")
 

@@ -112,6 +112,8 @@ def check_index_spec(spec: object) -> str:
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"expected 'memory', a path or a Redis URL, not {spec!r}")
     schemes = ", ".join(_REDIS_SCHEMES[:-1]) + " or " + _REDIS_SCHEMES[-1]
+    if text != text.lstrip() and (_URL.match(text.lstrip()) or _MISTYPED_URL.match(text.lstrip())):
+        raise ValueError(f"{shown_url(text)!r}: a URL with spaces before it (else a directory of that name)")
     if _URL.match(text) and not text.startswith(_REDIS_SCHEMES):
         raise ValueError(f"{shown_url(text)!r} is neither a {schemes} URL nor a path")
     if _MISTYPED_URL.match(text):  # (else a directory of that name: each crawler of a fleet its own index)
@@ -128,12 +130,14 @@ def _check_redis_url(url: str) -> None:
     """What redis-py would take silently (a path that is no database number: database 0,
     another crawl's maybe) or refuse deep in a connection (a port that is no number)."""
     parts = urlsplit(url)
+    # (a password that holds one of "#?/" unencoded cuts the URL there: say how to write it)
+    hint = "; a password holding '#', '?' or '/' is written percent-encoded (%23, %3F, %2F)" if "@" in url else ""
     if not _DATABASE_PATH.fullmatch(parts.path):
-        raise ValueError(f"{shown_url(url)!r}: a Redis URL's path is its database number (redis://host:6379/0)")
+        raise ValueError(f"{shown_url(url)!r}: a Redis URL's path is its database number (redis://host:6379/0){hint}")
     try:
         parts.port
-    except ValueError:
-        raise ValueError(f"{shown_url(url)!r}: its port is no number") from None  # (urllib's message quotes it)
+    except ValueError:  # (urllib's message quotes what it read: part of a password, maybe)
+        raise ValueError(f"{shown_url(url)!r}: its port is not a number from 0 to 65535{hint}") from None
 
 
 def is_shared_spec(spec: str | os.PathLike[str] | None) -> bool:
