@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import sys
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
@@ -21,11 +20,11 @@ from scrapy.utils.asyncio import run_in_thread
 from scrapy.utils.job import job_dir
 
 from ._checked import CheckedKeys
+from ._index_setting import UnusableHostIndex, naming_the_index, shown_spec
 from ._indexes import ComponentIndexes, summary
 from ._outage import Outage
 from .core.fingerprinter import Fingerprinter, FingerprintResult, python_stages
 from .index import (
-    IndexFormatError,
     IndexUnavailableError,
     Match,
     SimhashIndex,
@@ -34,7 +33,6 @@ from .index import (
     is_shared_spec,
     uses_disk,
 )
-from .index._urls import shown_url
 from .index.base import is_own_record, similarity_note
 
 if TYPE_CHECKING:
@@ -89,26 +87,16 @@ class NearDuplicateChecker:
     def _open(self) -> None:
         """Open the index now (or, with one per host, the store they share), so a bad path,
         a store made with other options or an unreachable server fails the start."""
-        try:
+        with naming_the_index(self.config.index):
             if self.config.scope == "domain":
                 self._indexes.check_store()
                 self._logger.info(
                     "Simhash %(kind)s index: one per host (SIMHASH_SCOPE='domain'), %(spec)s, k=%(k)d",
-                    {"kind": self._kind, "spec": _shown(self.config.index) or "memory", "k": self.config.max_distance},
+                    {"kind": self._kind, "spec": shown_spec(self.config.index) or "memory",
+                     "k": self.config.max_distance},
                 )
                 return
             info = self._indexes.for_host("").describe()  # counts the entries once (a scan in Redis with TTL)
-        except OSError as exc:  # a path that cannot be a directory, no permission, a full disk
-            reason = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
-            raise ValueError(
-                f"SIMHASH_INDEX={_shown(self.config.index)!r}: cannot open or create the index: {reason}"
-            ) from exc
-        except IndexFormatError as exc:  # a file, a foreign or corrupt store, other options
-            raise IndexFormatError(f"SIMHASH_INDEX={_shown(self.config.index)!r}: {exc}") from exc
-        except Exception as exc:
-            if not _refused_by_redis(exc, self.config.index):
-                raise
-            raise ValueError(f"SIMHASH_INDEX={_shown(self.config.index)!r}: {exc}") from exc
         self._logger.info(
             "Simhash %(kind)s index opened: %(index)s", {"kind": self._kind, "index": summary(info)}
         )
@@ -271,7 +259,7 @@ class NearDuplicateChecker:
         except IndexUnavailableError:
             raise
         except (OSError, SimhashIndexError) as exc:  # (SIMHASH_SCOPE="domain": the store was checked at the start)
-            raise UnusableHostIndex(f"SIMHASH_INDEX={_shown(self.config.index)!r}, host {host!r}: {exc}") from exc
+            raise UnusableHostIndex(f"SIMHASH_INDEX={shown_spec(self.config.index)!r}, host {host!r}: {exc}") from exc
 
     def _count_result(self, key: str, match: Match | None) -> None:
         if match is None:
@@ -332,30 +320,6 @@ class NearDuplicateChecker:
 
     def _stats_set(self, name: str, value: int) -> None:
         self._crawler.stats.set_value(f"{self._prefix}/{name}", value)
-
-
-def _shown(spec: str | None) -> str | None:
-    """SIMHASH_INDEX as messages show it: a Redis URL without its password."""
-    return shown_url(spec) if spec is not None and is_shared_spec(spec) else spec
-
-
-def _refused_by_redis(exc: Exception, spec: str | None) -> bool:
-    """Whether *exc* is Redis (or redis-py) refusing what the URL asks for: a database it
-    does not have (or ``SELECT`` in a cluster), an argument in the URL's query it does not
-    take. (A server that does not answer is an :class:`IndexUnavailableError`.)"""
-    if not is_shared_spec(spec):
-        return False
-    redis = sys.modules.get("redis")  # (loaded by then: the index is a Redis one)
-    return (
-        isinstance(exc, ValueError)  # redis-py's "Invalid value for 'db' in connection URL"
-        or (isinstance(exc, TypeError) and "unexpected keyword argument" in str(exc))  # ?no_such_argument=1
-        or (redis is not None and isinstance(exc, redis.ResponseError))
-    )
-
-
-class UnusableHostIndex(IndexUnavailableError):
-    """The index of one host (``SIMHASH_SCOPE = "domain"``) cannot be opened, for a reason of
-    its own: unavailable for its pages, while the store and other hosts' indexes answer."""
 
 
 #: The crawlers told that fingerprinting runs in Python: once each, not once a component.
