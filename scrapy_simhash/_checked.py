@@ -14,6 +14,7 @@ it recorded (a record is written to the index only after its key is in this file
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import logging
 import os
@@ -33,6 +34,16 @@ def key_digest(key: str) -> bytes:
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=DIGEST_SIZE).digest()
 
 
+class CheckedIn(enum.IntEnum):
+    """What :meth:`CheckedKeys.check_in` found (false: a key new to the crawl)."""
+
+    NEW = 0
+    #: Checked by an earlier run of the crawl (a ``JOBDIR`` crawl resumed), not yet by this one.
+    EARLIER_RUN = 1
+    #: Checked by this run already (a retry, ``dont_filter``; an item two pages yield).
+    THIS_RUN = 2
+
+
 class CheckedKeys:
     """The keys this crawl checked, and those it found unchanged; persisted in *path*
     when one is given."""
@@ -45,20 +56,25 @@ class CheckedKeys:
             for kind, digest in _read_records(Path(path)):
                 (self._unchanged if kind == _UNCHANGED else self._checked).add(digest)
             self._file = open(path, "ab", buffering=0)  # noqa: SIM115  (closed in close())
+        #: The keys an earlier run of the crawl checked that this one has not checked yet.
+        self._earlier_run = set(self._checked)
 
     @classmethod
     def of_crawl(cls, jobdir: str | None, kind: str) -> CheckedKeys:
         """The keys a crawl checks of *kind* ("page", "item"): in ``JOBDIR`` if it has one."""
         return cls(os.path.join(jobdir, f"simhash-checked-{kind}s.bin") if jobdir else None)
 
-    def check_in(self, key: str) -> bool:
-        """Add *key*; return whether this crawl had checked it before."""
+    def check_in(self, key: str) -> CheckedIn:
+        """Add *key*; return whether this crawl had checked it before, and in which run."""
         digest = key_digest(key)
+        if digest in self._earlier_run:
+            self._earlier_run.discard(digest)
+            return CheckedIn.EARLIER_RUN
         if digest in self._checked:
-            return True
+            return CheckedIn.THIS_RUN
         self._checked.add(digest)
         self._write(_CHECKED, digest)
-        return False
+        return CheckedIn.NEW
 
     def found_unchanged(self, key: str) -> None:
         """Remember that *key* was unchanged (its own record from an earlier crawl)."""

@@ -19,7 +19,7 @@ from scrapy import signals
 from scrapy.utils.asyncio import run_in_thread
 from scrapy.utils.job import job_dir
 
-from ._checked import CheckedKeys
+from ._checked import CheckedIn, CheckedKeys
 from ._index_setting import UnusableHostIndex, naming_the_index, shown_spec
 from ._indexes import ComponentIndexes, summary
 from ._outage import Outage
@@ -180,9 +180,13 @@ class NearDuplicateChecker:
         except ValueError:  # a malformed URL (a bad IPv6 address): the index of no host
             return ""
 
-    def _own_record(self, match: Match, key: str, checked_before: bool) -> Match | None:
+    def _own_record(self, match: Match, key: str, checked_before: CheckedIn) -> Match | None:
         """The verdict on a page whose own record is its match: unchanged since an earlier
-        crawl (or fetched by another crawler), unless this crawl recorded it."""
+        crawl (or fetched by another crawler), unless this crawl recorded it. An item this
+        run checked already (two pages yield it) is a copy of the one it kept."""
+        if checked_before is CheckedIn.THIS_RUN and self._kind == "item":
+            self._count_result(key, match)
+            return match
         if checked_before and not self._checked.was_unchanged(key):
             self.count("seen_again")
             return None

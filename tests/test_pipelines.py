@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -168,3 +169,28 @@ def test_the_key_of_an_item_of_plain_fields_is_the_one_earlier_releases_gave() -
     fields = {"body": TEXT, "n": 3, "parts": ["a", "b"], "meta": {"b": 1, "a": [1.5, None]}, "by_id": {10: "x", 2: "y"}}
     text = json.dumps(fields, sort_keys=True, default=repr, ensure_ascii=False)
     assert content_key(ItemAdapter(fields)) == "item-" + hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
+
+
+@pytest.mark.parametrize("with_url", [False, True])
+def test_the_same_item_twice_in_a_crawl_is_dropped_as_a_copy(with_url: bool) -> None:
+    # (two pages yield it: a product in two categories) - its key is its own record's, as
+    # for a page fetched again, but no retry repeats an item
+    pipe = pipeline(SIMHASH_ITEM_FIELDS=["body"], SIMHASH_MIN_TOKENS=10)
+    item = {"body": TEXT, **({"url": "http://a.example/product"} if with_url else {})}
+    assert process(pipe, dict(item)) == item
+    with pytest.raises(NearDuplicateItem) as raised:
+        process(pipe, dict(item))
+    assert raised.value.distance == 0
+    assert stats(pipe)["simhash/items/dropped"] == 1 and "simhash/items/seen_again" not in stats(pipe)
+
+
+def test_an_item_a_killed_run_recorded_is_passed_on_again_once_when_the_crawl_resumes(tmp_path: Path) -> None:
+    # (it may not have reached the feed before the kill) - then a copy, as any item twice in a run
+    settings = {"SIMHASH_ITEM_FIELDS": ["body"], "SIMHASH_MIN_TOKENS": 10, "JOBDIR": str(tmp_path / "job")}
+    item = {"body": TEXT}
+    assert process(pipeline(**settings), dict(item)) == item  # the killed run (its files written as it went)
+    resumed = pipeline(**settings)
+    assert process(resumed, dict(item)) == item
+    with pytest.raises(NearDuplicateItem):
+        process(resumed, dict(item))
+    assert stats(resumed)["simhash/items/seen_again"] == 1 and stats(resumed)["simhash/items/dropped"] == 1
