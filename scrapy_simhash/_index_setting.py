@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .index import IndexFormatError, IndexUnavailableError, is_shared_spec
+from .index import IndexFormatError, IndexUnavailableError, SimhashIndexError, is_shared_spec
 from .index._urls import shown_url
 
 
@@ -35,6 +35,10 @@ def naming_the_index(spec: str | None) -> Iterator[None]:
         raise ValueError(f"SIMHASH_INDEX={shown_spec(spec)!r}: cannot open or create the index: {reason}") from exc
     except IndexFormatError as exc:  # a file, a foreign or corrupt store, other options
         raise IndexFormatError(f"SIMHASH_INDEX={shown_spec(spec)!r}: {exc}") from exc
+    except IndexUnavailableError:
+        raise  # (a server that does not answer: its message names it)
+    except SimhashIndexError as exc:  # a disk store in use by another crawl
+        raise SimhashIndexError(f"SIMHASH_INDEX={shown_spec(spec)!r}: {exc}") from exc
     except Exception as exc:
         if not _refused_by_redis(exc, spec):
             raise

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import subprocess
 import sys
 import threading
@@ -202,11 +203,24 @@ def test_host_indexes_share_one_disk_store_held_open_from_the_start(tmp_path: Pa
     store = str(tmp_path / "store")
     mw = middleware(SIMHASH_INDEX=store, SIMHASH_SCOPE="domain")
     assert "in use by another process" in _open_elsewhere(store)  # its lock is taken at the start
+    assert re.fullmatch(r"scrapy_simhash\.index\.base\.SimhashIndexError: SIMHASH_INDEX='.*store': .*"
+                        r" in use by another process \(one crawl at a time\)", _crawl_start_beside(store))
     for host in ("a.example", "b.example"):
         process(mw, html_response(f"http://{host}/coffee"))
     assert stats(mw)["simhash/kept"] == 2
     mw._checker.spider_closed()
     assert _open_elsewhere(store) == ""  # let go at the close
+
+
+def _crawl_start_beside(store: str) -> str:
+    """The error a second crawl starting on *store* ends with, from another process (a
+    crawl's lock is its process's)."""
+    starter = (
+        "import sys\nfrom scrapy.utils.test import get_crawler\nfrom scrapy_simhash import SimhashMiddleware\n"
+        "SimhashMiddleware.from_crawler(get_crawler(settings_dict={'SIMHASH_INDEX': sys.argv[1]}))"
+    )
+    run = subprocess.run([sys.executable, "-c", starter, store], capture_output=True, text=True)
+    return run.stderr.strip().splitlines()[-1]
 
 
 def _open_elsewhere(store: str) -> str:
