@@ -130,7 +130,7 @@ def _integer(settings: BaseSettings, name: str, default: int) -> int:
     """``settings.getint``, refusing what it would truncate (3.7 is not 3) and booleans
     (``True`` is not 1: a setting meant as another one)."""
     value = settings.get(name)
-    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+    if not _whole(value):
         raise ValueError(f"{name} must be a whole number, not {value!r}")
     return int(_read(settings, name, settings.getint, default))
 
@@ -200,9 +200,17 @@ def _http_statuses(settings: BaseSettings) -> frozenset[int]:
 def _status_code(value: Any) -> int:
     """A status code given as an int or its digits ("404" from the command line); not
     200.7 nor True, which ``int()`` would take."""
-    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+    if not _whole(value):
         raise ValueError(f"not a status code: {value!r}")
     return int(value)
+
+
+def _whole(value: Any) -> bool:
+    """Whether ``int()`` keeps all of *value* (not 3.7) and it means a number (not ``True``):
+    a str is for ``int()`` to judge."""
+    if isinstance(value, bool):
+        return False
+    return value.is_integer() if isinstance(value, float) else True
 
 
 def _ttl(settings: BaseSettings) -> float | None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import datetime
 import os
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -30,7 +29,7 @@ import numpy.typing as npt
 
 from . import _logfile as lf
 from ._disk_records import gather_keys
-from ._files import fsync_directory, remove_if_there, unwritable, write_all
+from ._files import fsync_directory, remove_if_there, write_synced
 from ._key_crcs import crcs_of_keys
 from .base import IndexUnavailableError
 
@@ -50,9 +49,8 @@ def finish_interrupted(log_path: str, keys_path: str) -> None:
     """Finish or undo a compaction a crash interrupted (the store's writer only: readers
     change nothing, see :func:`log_to_read`)."""
     if os.path.exists(keys_path + NEW):
-        for path in (keys_path + NEW, log_path + NEW):
-            if os.path.exists(path):
-                os.remove(path)
+        remove_if_there(keys_path + NEW)
+        remove_if_there(log_path + NEW)
     elif os.path.exists(log_path + NEW):
         os.replace(log_path + NEW, log_path)
         fsync_directory(os.path.dirname(log_path))
@@ -83,8 +81,8 @@ def compact(
     info = {name: value for name, value in header.items() if name != "version"}
     info |= {"generation": generation, "compacted_at": _now()}
     try:
-        _write_synced(keys_path + NEW, [lf.new_keys_header(generation), data.data])
-        _write_synced(log_path + NEW, [lf.new_header(info), lf.pack_records(kept)])
+        write_synced(keys_path + NEW, [lf.new_keys_header(generation), data.data])
+        write_synced(log_path + NEW, [lf.new_header(info), lf.pack_records(kept)])
     except IndexUnavailableError:  # (a full disk: the old files are whole, the new ones only take room)
         remove_if_there(keys_path + NEW)
         remove_if_there(log_path + NEW)
@@ -101,19 +99,6 @@ def compact(
 def _crcs(data: npt.NDArray[np.uint8], ends: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """The key CRCs of keys stored back to back, as records hold them (a format 2 store has none)."""
     return np.array(crcs_of_keys(data, ends), dtype=np.uint64) & np.uint64(lf.KEY_CRC_MASK)
-
-
-def _write_synced(path: str, parts: Iterable[bytes | memoryview]) -> None:
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # (less the umask, as open() does: a group's store stays its own)
-        try:
-            for part in parts:
-                write_all(fd, part)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise unwritable(path, exc) from exc
 
 
 def _now() -> str:

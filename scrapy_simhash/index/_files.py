@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Iterable
 
 from .base import IndexFormatError, IndexUnavailableError, SimhashIndexError
 
@@ -40,16 +41,29 @@ def write_new(path: str, data: bytes) -> None:
     failure (a full disk) leaves no temporary file, and its error names *path*."""
     temporary = path + ".tmp"
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # (less the umask, as open() does)
+        write_synced(temporary, [data], named=path)
         try:
-            write_all(fd, data)
+            os.replace(temporary, path)
+        except OSError as exc:
+            raise unwritable(path, exc) from exc
+    except IndexUnavailableError:
+        remove_if_there(temporary)
+        raise
+
+
+def write_synced(path: str, parts: Iterable[bytes | memoryview], *, named: str | None = None) -> None:
+    """Write *parts* to a new file at *path* (made as ``open()`` makes it: ``0o666`` less the
+    umask, a group's store staying its own) and ``fsync`` it; a failure names *named*, else *path*."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        try:
+            for part in parts:
+                write_all(fd, part)
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(temporary, path)
     except OSError as exc:
-        remove_if_there(temporary)
-        raise unwritable(path, exc) from exc
+        raise unwritable(named or path, exc) from exc
 
 
 def remove_if_there(path: str) -> None:

@@ -87,7 +87,6 @@ def read_records(
     )
 
 
-
 def warn_synced_bytes_missing(contents: LogContents, log_path: str, keys_path: str) -> None:
     """The files are shorter than the checkpoint says they were when synced: not a
     crash's torn tail but damage (a disk's, a copy cut short). What is left is kept."""

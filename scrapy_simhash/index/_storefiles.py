@@ -160,7 +160,7 @@ class StoreFiles:
     def _checkpoint_at_open(self, contents: LogContents) -> None:
         """Sync and checkpoint what the open kept. On a full disk the store still opens (its
         entries are there to check against; each write then fails, naming its file), the old
-        checkpoint kept, unless it covers bytes the files lost (:func:`_warn_synced_bytes_missing`)."""
+        checkpoint kept, unless it covers bytes the files lost (:func:`._replay.warn_synced_bytes_missing`)."""
         try:
             self.flush()
         except IndexUnavailableError as exc:
@@ -247,4 +247,3 @@ class StoreFiles:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
-
