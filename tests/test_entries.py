@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from c_modules import python_instead_of
-from scrapy_simhash.core import content, text
+from scrapy_simhash.core import content, entries, text
+from scrapy_simhash.core.fingerprinter import Fingerprinter
 
 PROSE = "<p>This is the complete list of members for the class, including all inherited members.</p>"
 
@@ -119,3 +120,72 @@ def test_a_list_of_links_without_section_numbers_is_still_navigation(entries: li
     blocks = both(_chapter(entries))
     assert not any(entry.strip() in block for entry in entries for block in blocks)
     assert INTRODUCTION[3:40] in "".join(blocks)
+
+
+SHOP_TEXT = (
+    "<div class='category-text'><h2>Buying a laptop</h2><p>Choosing the right laptop depends on how you plan to use"
+    " it: for browsing, email and streaming a recent processor, 8 GB of memory and a solid state drive are plenty,"
+    " and students will appreciate a light chassis and a battery that lasts a full day.</p><p>Creative"
+    " professionals who edit photos and video should look for 16 GB of memory, a fast drive and a wide colour"
+    " display; gamers need a dedicated graphics card, a fast screen and good cooling.</p></div>"
+)
+
+
+def _product_card(name: str, price: str, extra: str = "<span class='rating'>4.5 (320)</span>") -> str:
+    """A shop theme's product card: one link around the picture, the name, the price and the rating."""
+    slug = name.lower().replace(" ", "-")
+    return (f"<li class='product-card'><a href='/p/{slug}.html'><img src='/img/{slug}.jpg' alt=''>"
+            f"<span class='title'>{name}</span><span class='price'>{price}</span>{extra}</a></li>")
+
+
+def _category_page(products: list[str]) -> str:
+    """Page N of a category: its products as cards, then the text every page of the category shows."""
+    cards = "".join(_product_card(name, f"${499 + 100 * i}.99") for i, name in enumerate(products))
+    return (
+        "<html><head><title>Laptops | VoltMart</title></head><body><nav><a href='/'>Home</a></nav><main>"
+        f"<h1>Laptops</h1><div class='results'><ul class='product-grid'>{cards}</ul></div>{SHOP_TEXT}</main>"
+        "</body></html>"
+    )
+
+
+FIRST_PAGE = ["Lenovo ThinkPad X1 Carbon", "Dell XPS 13 Plus", "HP Spectre x360", "Asus ZenBook 14", "Acer Swift 3"]
+SECOND_PAGE = ["Apple MacBook Air M2", "Microsoft Surface Laptop 5", "Razer Blade 15", "MSI Stealth 16", "LG Gram 17"]
+
+
+def test_the_cards_of_a_listing_are_its_content() -> None:
+    """Two pages of one shop category differ by their products, each one link around its
+    name, price and rating (a review's false drop: the grid was left out as link lists, and
+    page 2 was a copy of page 1)."""
+    first, second = both(_category_page(FIRST_PAGE)), both(_category_page(SECOND_PAGE))
+    assert any("Lenovo ThinkPad X1 Carbon" in block for block in first)
+    assert any("Apple MacBook Air M2" in block for block in second)
+    assert Fingerprinter().from_html(_category_page(FIRST_PAGE)).fingerprint != Fingerprinter().from_html(
+        _category_page(SECOND_PAGE)).fingerprint
+
+
+@pytest.mark.parametrize(
+    "card",
+    [
+        "<li><a href='/p/x.html'><span>Lenovo ThinkPad X1 Carbon</span></a></li>",  # one text: a menu's link
+        "<li><a href='/p/x.html'>Lenovo ThinkPad<span>X1 Carbon</span></a></li>",  # two
+        "<li><a href='/p/x.html'><span>Lenovo</span><span>$999</span></a><a href='/c'><span>4.5</span></a></li>",
+    ],
+)  # fmt: skip
+def test_links_with_fewer_texts_or_two_links_are_no_cards(card: str) -> None:
+    page = f"<html><body><main><h1>Laptops</h1><ul>{card * 6}</ul>{SHOP_TEXT}</main></body></html>"
+    assert not any("Lenovo" in block for block in both(page))
+
+
+def test_a_card_is_one_link_with_three_texts_of_their_own() -> None:
+    card = text.parse_html("<li><a href='/p'>Lenovo <b>X1</b> Carbon<i> </i></a></li>").find(".//li")
+    assert entries.card_link(card) is None  # the link's own text ("Lenovo ... Carbon") and X1's; the <i> has none
+    richer = text.parse_html("<li><a href='/p'>Lenovo <b>X1</b> Carbon<span> $999 </span></a></li>").find(".//li")
+    assert entries.card_link(richer) is richer.find("a")
+
+
+def test_a_list_of_cards_needs_most_of_its_entries_to_be_cards() -> None:
+    """Two cards among links of one text: a menu with a promotion, navigation as before."""
+    menu = "".join(f"<li><a href='/c/{i}'>Category {i}</a></li>" for i in range(4))
+    cards = _product_card("Lenovo ThinkPad X1 Carbon", "$999") + _product_card("Dell XPS 13 Plus", "$899")
+    page = f"<html><body><main><h1>Laptops</h1><ul>{menu}{cards}</ul>{SHOP_TEXT}</main></body></html>"
+    assert not any("Lenovo" in block for block in both(page))

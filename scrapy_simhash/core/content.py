@@ -11,7 +11,8 @@ the thousands of inline ``<span>`` of a code listing):
    ``<body>`` (or the page's only ``<main>``/``<article>``), descend into the child
    holding most of the page's *prose*, text not inside links, so navigation lists
    weigh nothing (the links of a numbered table of contents are prose:
-   :func:`.entries.contents_links`). Headings and paragraphs before the chosen child
+   :func:`.entries.contents_links`, and so are those of a list of cards, a shop's
+   products: :func:`.entries.card_links`). Headings and paragraphs before the chosen child
    are kept (an article's title and lead), and the descent never enters a paragraph or
    a code listing: those are parts of an article, not its container.
 3. *Split* it into text blocks at block-level elements, and drop the blocks that
@@ -144,7 +145,7 @@ def _extract_in_python(root: etree._Element, url: str | None = None, title: str 
     if page_heading is not None and not heading.lost_by_name(page_heading, body):
         page_heading = None  # (asked before pruning: it looks at what will be pruned)
     prune_boilerplate(body)
-    mark_links(body, prose=entries.contents_links(body))
+    mark_links(body, prose=entries.contents_links(body) | entries.card_links(body))
     # A table of contents is all links: then the links are the content.
     prose, everything = measure_both(body)
     links_are_content = prose < _MIN_PROSE_SHARE * everything
@@ -254,8 +255,10 @@ def _configure_c_code() -> None:
         descent.DESCEND_SHARE, descent.FAIR_SHARE, descent.WINNER_SHARE, descent.WINNER_MARGIN,
         _MAX_LINK_DENSITY, _MIN_PROSE_SHARE, boilerplate.MAX_PRUNED_SHARE, boilerplate.MAX_LINK_SHARE,
         descent.WINNER_LEAD, entries.MIN_TEXT_SHARE, descent.HEADING_ALONE, entries.MIN_NUMBERED_SHARE,
+        entries.MIN_CARD_SHARE,
     )  # fmt: skip
-    counts = (descent.MAX_CONTESTANTS, textsize.MAX_SIZED_AT_ONCE, boilerplate.MIN_SECTION_PROSE, entries.MIN_ENTRIES)
+    counts = (descent.MAX_CONTESTANTS, textsize.MAX_SIZED_AT_ONCE, boilerplate.MIN_SECTION_PROSE, entries.MIN_ENTRIES,
+              entries.MIN_CARD_TEXTS)
     credit = (is_credit_line, boilerplate.CREDIT_BRACKETS, boilerplate.CREDIT_STARTS, boilerplate.CASE_FOLDS_TO_ASCII,
               boilerplate.MAX_STAMP_LINE, boilerplate.MAX_CREDIT_LINE)
     # (the C verdict asks names.attributes_say_boilerplate only about a few rare styles)

@@ -14,6 +14,13 @@ text are not mostly links, the list is text, and so are its links: a row mostly 
 kept, and so is a cell of a row of text that is only a link (FPDoc's property tables put
 each cell in a paragraph of its own: "pl", "ro", and the property's name, a link). A list
 of links is navigation as before.
+
+A list of *cards* is a listing's content, though its entries are all links: a shop's
+category page shows each product as one link around its name, its price and its rating,
+where a menu's link holds one text (:func:`card_links`). Its links count as prose, as
+those of a table of contents do (:func:`contents_links`): without them, the pages of one
+category (page 1, page 2...) kept only what they share, their heading and the category's
+text, and were dropped as copies of each other.
 """
 
 from __future__ import annotations
@@ -30,6 +37,10 @@ LIST_TAGS = ("table", "thead", "tbody", "tfoot", "ul", "ol", "dl")
 MIN_ENTRIES = 3
 #: ...and of those with text, at least this share not mostly links (content._MAX_LINK_DENSITY).
 MIN_TEXT_SHARE = 1 / 3
+#: A card holds at least this many texts in elements of their own (its link included)...
+MIN_CARD_TEXTS = 3
+#: ...and a list of cards has at least MIN_ENTRIES of them, this share of its entries.
+MIN_CARD_SHARE = 0.8
 #: A table of contents has at least MIN_ENTRIES numbered links, this share of its links with text.
 MIN_NUMBERED_SHARE = 0.8
 # A section number then a title: "1. Intro", "2.3 Setup". ASCII digits and spaces, and the
@@ -73,6 +84,35 @@ def contents_links(body: etree._Element) -> set[etree._Element]:
         if nested and numbered >= MIN_ENTRIES and numbered >= MIN_NUMBERED_SHARE * with_text:
             found.update(links)
     return found
+
+
+def card_links(body: etree._Element) -> set[etree._Element]:
+    """The links of the lists of cards in *body*: lists (:data:`LIST_TAGS`) of at least
+    :data:`MIN_ENTRIES` entries that are each one link holding :data:`MIN_CARD_TEXTS` texts
+    of elements of their own (:func:`card_link`), :data:`MIN_CARD_SHARE` of their entries.
+    Asked before the links are marked."""
+    found: set[etree._Element] = set()
+    for listing in body.iter(*LIST_TAGS):
+        entries = [child for child in listing if isinstance(child.tag, str)]
+        cards = [link for link in map(card_link, entries) if link is not None]
+        if len(cards) >= MIN_ENTRIES and len(cards) >= MIN_CARD_SHARE * len(entries):
+            found.update(cards)
+    return found
+
+
+def card_link(entry: etree._Element) -> etree._Element | None:
+    """The link of *entry* when it is a card: its one link, holding :data:`MIN_CARD_TEXTS`
+    texts of elements of their own (a product's name, price and rating); else None."""
+    links = list(entry.iter("a"))
+    if len(links) != 1:
+        return None
+    texts = sum(1 for element in links[0].iter(etree.Element) if _has_own_text(element))
+    return links[0] if texts >= MIN_CARD_TEXTS else None
+
+
+def _has_own_text(element: etree._Element) -> bool:
+    """Whether *element* holds text (not only spaces) outside its child elements."""
+    return any((text or "").strip() for text in (element.text, *(child.tail for child in element)))
 
 
 def unmark_entries(entries: list[etree._Element]) -> None:

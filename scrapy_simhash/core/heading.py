@@ -8,8 +8,10 @@ sibling pages of one site (the structs of one family, a ``.cc`` file and its hea
 then left with nothing kept that tells them apart: the largest share of the wrong drops
 on a big Doxygen site (README, "Precision at scale").
 
-The page's heading is its first ``<h1>`` (none when all its text is a link: a site's name
-linking home); on a page without ``<h1>``, the element with no child element but line
+The page's heading is its first ``<h1>`` (none when all its text is a link and a link in
+or around it goes to the site's home: a site's name, :func:`links_home`; a question's
+title linking to its own page, as Stack Exchange prints it, is the heading); on a page
+without ``<h1>``, the element with no child element but line
 breaks (:func:`shown_text`), neither a link nor in one, whose text is the page's
 ``<title>``, or the title less a part before or after a separator (the site's name:
 "deal.II: SolverCG Struct Reference"), a last part in brackets (Javadoc's "Uses of Class
@@ -120,7 +122,7 @@ def page_heading(body: etree._Element, parts: Iterable[str]) -> etree._Element |
     *parts* (see the module doc); first in document order among equals."""
     h1 = next(body.iter("h1"), None)
     if h1 is not None:
-        return None if _all_link_text(h1) else h1
+        return None if _all_link_text(h1) and _links_home(h1) else h1
     wanted = frozenset(parts)
     best, best_length = None, 0
     for element in body.iter(etree.Element):
@@ -180,6 +182,39 @@ def _all_link_text(element: etree._Element) -> bool:
         for text in ((node.text if node.tag != "a" and not _in_link(node) else None),
                      (node.tail if node is not element and not _in_link(node) else None))
     )
+
+
+def _links_home(element: etree._Element) -> bool:
+    """Whether a link around *element* or inside it goes to the site's home (:func:`links_home`)."""
+    links = (*element.iterancestors("a"), *element.iterdescendants("a"))
+    return any(links_home(link.get("href")) for link in links)
+
+
+#: The path of a site's home page, relative or from the root: ``/``, ``./``, ``../../``,
+#: ``index.html``, ``/default.aspx``, ``home.php``.
+_HOME_PATH = re.compile(r"(?:\.{1,2}/)*/?(?:(?:index|default|home)(?:\.[A-Za-z0-9]+)?)?", re.IGNORECASE | re.ASCII)
+#: A scheme and a host (``https://example.com``, ``//example.com``), before the path.
+_SCHEME_AND_HOST = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*:)?//[^/?#]*", re.ASCII)
+
+
+def links_home(href: str | None) -> bool:
+    """Whether a link to *href* goes to a site's home page (its query and fragment aside).
+    A link to the page itself (``""``, ``#top``, ``?page=2``) does not, nor one to no
+    page (an ``<a name>``).
+
+    >>> [links_home(href) for href in ("/", "https://example.com", "../index.html", "#top", "/q/101/title")]
+    [True, True, True, False, False]
+    """
+    if href is None:
+        return False
+    href = href.strip(" \t\n\r\f")
+    path = href[: min((at for at in (href.find("?"), href.find("#")) if at >= 0), default=len(href))]
+    host = _SCHEME_AND_HOST.match(path)
+    if host is not None:
+        path = path[host.end() :]
+    elif not path:
+        return False  # (the page itself)
+    return _HOME_PATH.fullmatch(path) is not None
 
 
 def _in_link(element: etree._Element) -> bool:

@@ -109,7 +109,7 @@ numbering(const Tree *tree, int link)
     return has_text ? UNNUMBERED : NO_TEXT;
 }
 
-#define CONTENTS_LINK (1u << 30) /* (set here, for a moment: a link of a table of contents) */
+#define CONTENTS_LINK (1u << 30) /* (set here, for a moment: a link of a table of contents or a card) */
 
 /* The first link (not removed) inside `listing` after element `after`; -1 for none. */
 static int
@@ -147,8 +147,73 @@ judge_contents(Tree *tree, int listing)
     }
 }
 
-/* Take the links of the tables of contents out of the links (entries.contents_links, and
- * mark_links leaving them unmarked): they count as prose from here on. */
+/* ---- Lists of cards (entries.card_links) ---- */
+
+/* Whether element `index` holds text (not only spaces) outside its child elements. */
+static int
+has_own_text(const Tree *tree, int index)
+{
+    const Element *element = &tree->elements[index];
+    for (int at = element->start + 1; at < element->end; at++) {
+        const Event *event = &tree->events[at];
+        if (event->kind == START) {
+            at = tree->elements[event->index].end; /* (a child's texts are its own) */
+        } else if (event->kind == TEXT) {
+            const Text *text = &tree->texts[event->index];
+            if (!extract_is_space(text->content, text->bytes)) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* entries.card_link: the one link of `entry` when it holds min_card_texts texts of
+ * elements of their own (itself included), else -1. */
+static int
+card_link(const Tree *tree, int entry)
+{
+    int link = next_link(tree, entry, entry);
+    if (link < 0 || next_link(tree, entry, link) >= 0) {
+        return -1;
+    }
+    Py_ssize_t texts = 0;
+    int end = tree->elements[link].end;
+    for (int index = link; index < tree->n_elements && tree->elements[index].start < end; index++) {
+        if (tree->elements[index].removed) { /* skip its subtree: the elements starting in it */
+            index = extract_last_inside(tree, index);
+            continue;
+        }
+        texts += has_own_text(tree, index);
+    }
+    return texts >= extract_rules.min_card_texts ? link : -1;
+}
+
+/* Whether `listing` is a list of cards; if so, their links get CONTENTS_LINK. */
+static void
+judge_cards(Tree *tree, int listing)
+{
+    int entries = 0, cards = 0;
+    for (int child = tree->elements[listing].first_child; child >= 0; child = tree->elements[child].next_sibling) {
+        if (!tree->elements[child].removed) {
+            entries++;
+            cards += card_link(tree, child) >= 0;
+        }
+    }
+    if (cards < extract_rules.min_entries || (double)cards < extract_rules.min_card_share * (double)entries) {
+        return;
+    }
+    for (int child = tree->elements[listing].first_child; child >= 0; child = tree->elements[child].next_sibling) {
+        int link = tree->elements[child].removed ? -1 : card_link(tree, child);
+        if (link >= 0) {
+            tree->elements[link].flags |= CONTENTS_LINK;
+        }
+    }
+}
+
+/* Take the links of the tables of contents and of the lists of cards out of the links
+ * (entries.contents_links, entries.card_links, and mark_links leaving them unmarked):
+ * they count as prose from here on. */
 void
 extract_unlink_contents(Tree *tree)
 {
@@ -160,6 +225,7 @@ extract_unlink_contents(Tree *tree)
         }
         if (element->flags & LIST) {
             judge_contents(tree, index);
+            judge_cards(tree, index);
         }
     }
     for (int index = 0; index < tree->n_elements; index++) {

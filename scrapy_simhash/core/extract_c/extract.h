@@ -72,6 +72,8 @@ typedef struct {
     double winner_lead;    /* descent.WINNER_LEAD */
     double min_text_share; /* entries.MIN_TEXT_SHARE */
     double min_numbered_share; /* entries.MIN_NUMBERED_SHARE */
+    double min_card_share; /* entries.MIN_CARD_SHARE */
+    Py_ssize_t min_card_texts; /* entries.MIN_CARD_TEXTS */
     double heading_alone;  /* descent.HEADING_ALONE */
     Py_ssize_t contestants, sized_at_once, min_section_prose, min_entries;
 } Rules;

@@ -1,6 +1,7 @@
 /* The page's heading (heading.page_heading, heading.is_kept), on the tree's events.
  *
- * Its first <h1> (none when all its text is in links); else the longest element with no
+ * Its first <h1> (none when all its text is in links and a link in or around it goes to
+ * the site's home: heading.links_home); else the longest element with no
  * child element but line breaks, neither a link nor in one, whose text (whitespace
  * collapsed as str.split() does, a <br> a space: heading.shown_text) is one of the title's
  * parts (heading.title_parts, given as UTF-8 bytes); the first in document order among
@@ -96,13 +97,140 @@ all_link_text(const Tree *tree, int index)
     return 1;
 }
 
+static int
+is_href_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
+}
+
+static int
+is_ascii_alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* heading._HOME_PATH.fullmatch(path[:length]): ./ and ../ steps, a "/", then index,
+ * default or home (any case) with an extension, all optional. */
+static int
+is_home_path(const char *path, size_t length)
+{
+    size_t at = 0;
+    for (;;) {
+        if (length - at >= 2 && path[at] == '.' && path[at + 1] == '/') {
+            at += 2;
+        } else if (length - at >= 3 && path[at] == '.' && path[at + 1] == '.' && path[at + 2] == '/') {
+            at += 3;
+        } else {
+            break;
+        }
+    }
+    at += at < length && path[at] == '/';
+    static const char *const names[] = {"index", "default", "home"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        size_t size = strlen(names[i]);
+        if (length - at >= size && PyOS_strnicmp(path + at, names[i], size) == 0) {
+            at += size;
+            if (at < length && path[at] == '.' && at + 1 < length && is_ascii_alnum(path[at + 1])) {
+                for (at++; at < length && is_ascii_alnum(path[at]); at++) {
+                }
+            }
+            break;
+        }
+    }
+    return at == length;
+}
+
+/* heading.links_home: whether a link to `href` goes to a site's home page. */
+static int
+links_home(const char *href)
+{
+    size_t start = 0, end = strlen(href);
+    while (start < end && is_href_space(href[start])) {
+        start++;
+    }
+    while (end > start && is_href_space(href[end - 1])) {
+        end--;
+    }
+    const char *path = href + start;
+    size_t length = end - start;
+    for (size_t at = 0; at < length; at++) {
+        if (path[at] == '?' || path[at] == '#') {
+            length = at; /* (the query and fragment aside) */
+            break;
+        }
+    }
+    size_t scheme = 0; /* a scheme ("https:") or none, then "//" and a host */
+    if (length > 0 && ((path[0] >= 'a' && path[0] <= 'z') || (path[0] >= 'A' && path[0] <= 'Z'))) {
+        for (scheme = 1; scheme < length && (is_ascii_alnum(path[scheme]) || path[scheme] == '+'
+                                              || path[scheme] == '.' || path[scheme] == '-');
+             scheme++) {
+        }
+        scheme = scheme < length && path[scheme] == ':' ? scheme + 1 : 0;
+    }
+    if (length - scheme >= 2 && path[scheme] == '/' && path[scheme + 1] == '/') {
+        size_t at = scheme + 2;
+        while (at < length && path[at] != '/') {
+            at++;
+        }
+        return is_home_path(path + at, length - at);
+    }
+    return length > 0 && is_home_path(path, length); /* ("": the page itself) */
+}
+
+/* Whether element `index` is a link to the site's home; -1 with an exception. */
+static int
+is_home_link(const Tree *tree, int index)
+{
+    int unsupported = 0;
+    const char *href = extract_href_of(tree->elements[index].node, &unsupported);
+    if (unsupported) {
+        PyErr_SetString(extract_unsupported, "an href of several nodes");
+        return -1;
+    }
+    return href != NULL && links_home(href);
+}
+
+/* heading._links_home: a link around element `index` or inside it goes to the site's home;
+ * -1 with an exception. */
+static int
+links_home_around(const Tree *tree, int index)
+{
+    for (int at = tree->elements[index].parent; at >= 0; at = tree->elements[at].parent) {
+        int home = tree->elements[at].flags & LINK ? is_home_link(tree, at) : 0;
+        if (home) {
+            return home;
+        }
+    }
+    const Element *element = &tree->elements[index];
+    for (int at = element->start + 1; at < element->end; at++) {
+        const Event *event = &tree->events[at];
+        if (event->kind != START) {
+            continue;
+        }
+        const Element *inside = &tree->elements[event->index];
+        if (inside->removed) {
+            at = inside->end; /* (a pruned subtree: none is pruned yet, where this is asked) */
+            continue;
+        }
+        int home = inside->flags & LINK ? is_home_link(tree, event->index) : 0;
+        if (home) {
+            return home;
+        }
+    }
+    return 0;
+}
+
 /* The heading's element index, -1 for none, -2 with an exception. Asked before pruning. */
 int
 extract_page_heading(const Tree *tree, PyObject *parts)
 {
     for (int index = 1; index < tree->n_elements; index++) {
         if (tree->elements[index].flags & HEADING) {
-            return all_link_text(tree, index) ? -1 : index;
+            if (!all_link_text(tree, index)) {
+                return index;
+            }
+            int home = links_home_around(tree, index);
+            return home < 0 ? -2 : home ? -1 : index;
         }
     }
     if (parts == NULL || PyTuple_GET_SIZE(parts) == 0) {
