@@ -9,11 +9,14 @@ so a new option there needs no change here.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
+from scrapy.exceptions import NotConfigured
+from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.job import job_dir
 
 from .core.fingerprinter import FingerprintOptions
@@ -74,7 +77,7 @@ class SimhashSettings:
     def from_settings(cls, settings: BaseSettings) -> SimhashSettings:
         """Parse and validate; raise ``ValueError`` naming the first bad setting."""
         return cls(
-            enabled=_read(settings, "SIMHASH_ENABLED", settings.getbool, True),
+            enabled=_enabled(settings),
             max_distance=_max_distance(settings),
             min_similarity=_min_similarity(settings),
             index=_index_spec(settings),
@@ -93,6 +96,43 @@ class SimhashSettings:
             on_index_error=_choice(settings, "SIMHASH_ON_INDEX_ERROR", _ON_INDEX_ERROR),
             fingerprint=fingerprint_options(settings),
         )
+
+
+def enabled_settings(settings: BaseSettings) -> SimhashSettings:
+    """:meth:`SimhashSettings.from_settings`, for a component that runs only when
+    scrapy-simhash is on: ``NotConfigured`` when it is off (which Scrapy logs, with the
+    reason, in ``scrapy shell``)."""
+    config = SimhashSettings.from_settings(settings)
+    if not config.enabled:
+        raise NotConfigured(*([_OFF_IN_SHELL] if in_scrapy_shell(settings) else []))
+    return config
+
+
+#: Why scrapy-simhash is off in ``scrapy shell``.
+_OFF_IN_SHELL = (
+    "off in scrapy shell, so that a fetch neither drops its response nor changes the index"
+    " (-s SIMHASH_ENABLED=True turns it on)"
+)
+
+
+def _enabled(settings: BaseSettings) -> bool:
+    """SIMHASH_ENABLED; off in ``scrapy shell`` unless given on its command line: a page
+    fetched there to look at would be stored in a persistent index (and then be
+    "unchanged" in the next crawl, its items dropped), or dropped, leaving no response."""
+    enabled = _read(settings, "SIMHASH_ENABLED", settings.getbool, True)
+    given_here = settings.getpriority("SIMHASH_ENABLED") == SETTINGS_PRIORITIES["cmdline"]
+    return enabled and (given_here or not in_scrapy_shell(settings))
+
+
+def in_scrapy_shell(settings: BaseSettings) -> bool:
+    """Whether *settings* are those of ``scrapy shell``: its command's own settings
+    (``scrapy.commands.shell.Command.default_settings``) at the command's priority."""
+    command = SETTINGS_PRIORITIES["command"]
+    return (
+        settings.get("DUPEFILTER_CLASS") == "scrapy.dupefilters.BaseDupeFilter"
+        and settings.getpriority("DUPEFILTER_CLASS") == command
+        and settings.getpriority("LOGSTATS_INTERVAL") == command
+    )
 
 
 def fingerprint_options(settings: BaseSettings) -> FingerprintOptions:
@@ -187,7 +227,15 @@ def _item_fields(settings: BaseSettings) -> tuple[str, ...]:
 
 
 def _http_statuses(settings: BaseSettings) -> frozenset[int]:
-    values = _read(settings, "SIMHASH_HTTP_STATUSES", settings.getlist, [200])
+    raw = settings.get("SIMHASH_HTTP_STATUSES")
+    if isinstance(raw, str) and raw.strip().startswith("["):
+        # -s SIMHASH_HTTP_STATUSES=[200,404]: a JSON list, which getlist would cut at its commas
+        try:
+            values = json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(f"SIMHASH_HTTP_STATUSES: not a list of HTTP status codes: {raw!r}") from exc
+    else:
+        values = _read(settings, "SIMHASH_HTTP_STATUSES", settings.getlist, [200])
     try:
         statuses = frozenset(map(_status_code, values))
     except (TypeError, ValueError) as exc:
@@ -230,6 +278,8 @@ def _follow_dropped(settings: BaseSettings) -> FollowDropped:
 def _fsync(settings: BaseSettings) -> float | None:
     """SIMHASH_FSYNC: "off" (or False), "always" (or True, 0), or seconds (> 0)."""
     value = settings.get("SIMHASH_FSYNC")
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):  # -s SIMHASH_FSYNC=True
+        value = value.strip().lower() == "true"
     if isinstance(value, bool) or value in (None, "off", "always", ""):
         return 0.0 if value is True or value == "always" else None
     try:

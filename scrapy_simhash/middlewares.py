@@ -7,14 +7,14 @@ import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.httpobj import urlparse_cached
 
 from ._glue import NearDuplicateChecker
 from .index.base import is_own_record
-from .config import SimhashSettings
+from .config import enabled_settings
 from .core.fingerprint import to_hex
 from .exceptions import NearDuplicatePage
 from .index import IndexUnavailableError, Match
@@ -85,9 +85,7 @@ class SimhashMiddleware:
     """
 
     def __init__(self, crawler: Crawler) -> None:
-        self.config = SimhashSettings.from_settings(crawler.settings)
-        if not self.config.enabled:
-            raise NotConfigured
+        self.config = enabled_settings(crawler.settings)
         self._checker = NearDuplicateChecker(
             crawler, self.config, kind="page", stats_prefix="simhash", logger=logger
         )

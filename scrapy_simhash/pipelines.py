@@ -10,10 +10,10 @@ import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from itemadapter import ItemAdapter
-from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.exceptions import DropItem
 
 from ._glue import NearDuplicateChecker
-from .config import SimhashSettings
+from .config import enabled_settings
 from .core.fingerprint import from_hex
 from .core.sketch import check_sketch
 from .exceptions import NearDuplicateItem
@@ -55,12 +55,16 @@ class SimhashPipeline:
     """
 
     def __init__(self, crawler: Crawler) -> None:
-        self.config = SimhashSettings.from_settings(crawler.settings)
-        if not self.config.enabled:
-            raise NotConfigured
+        self.config = enabled_settings(crawler.settings)
         self._checker = NearDuplicateChecker(
             crawler, self.config, kind="item", stats_prefix="simhash/items", logger=logger
         )
+        if not self.config.item_fields:  # (the add-on's, in "mark" mode; a project's by mistake)
+            logger.info(
+                "SimhashPipeline checks only the items that carry their page's verdict in a %(field)r field"
+                " (SIMHASH_ITEM_FIELDS is empty): others pass, counted simhash/items/skipped/no_fields",
+                {"field": META_KEY},
+            )
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

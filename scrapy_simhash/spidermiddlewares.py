@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
-from .config import SimhashSettings
+from .config import enabled_settings
 from .middlewares import META_KEY, VIA_DROPPED_KEY
 
 if TYPE_CHECKING:
@@ -40,10 +40,10 @@ class SimhashSpiderMiddleware:
     """
 
     def __init__(self, crawler: Crawler) -> None:
-        config = SimhashSettings.from_settings(crawler.settings)
+        config = enabled_settings(crawler.settings)
         # (With SIMHASH_KEEP_UNCHANGED no page is marked unchanged: nothing to drop then.)
         follows = config.follow_dropped != "never"
-        if not config.enabled or config.action != "drop" or (config.keep_unchanged and not follows):
+        if config.action != "drop" or (config.keep_unchanged and not follows):
             raise NotConfigured
         self._dropped = follows
         self._inc_stat = crawler.stats.inc_value

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import RecordingSpider, crawl
+from scrapy.commands.shell import Command as ShellCommand
+from scrapy.exceptions import NotConfigured
+from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 from scrapy_simhash import Addon, SimhashMiddleware, SimhashPipeline, SimhashSpiderMiddleware
 from scrapy_simhash.addon import MIDDLEWARE_PRIORITY, PIPELINE_PRIORITY, SPIDER_MIDDLEWARE_PRIORITY
+from scrapy_simhash.config import SimhashSettings, enabled_settings, in_scrapy_shell
 
 
 def path(component: type) -> str:
@@ -56,3 +63,35 @@ def test_scrapy_names_the_components_by_their_import_path(demo_url: str, caplog:
     for component in (SimhashMiddleware, SimhashSpiderMiddleware, SimhashPipeline):
         assert f"'{path(component)}'" in enabled
     assert "<class" not in enabled
+
+
+def _shell_settings(**cmdline: Any) -> Settings:
+    """Settings as ``scrapy shell`` makes them: its command's own, then the command line's."""
+    settings = Settings()
+    settings.setdict(ShellCommand.default_settings, priority="command")
+    settings.setdict({"ADDONS": {"scrapy_simhash.Addon": 300}, **cmdline}, priority="cmdline")
+    return settings
+
+
+def test_scrapy_simhash_is_off_in_scrapy_shell_unless_turned_on_there() -> None:
+    """A page fetched in the shell to look at is neither dropped (no response left) nor
+    stored in a persistent index (where the next crawl found it "unchanged")."""
+    assert not in_scrapy_shell(Settings())
+    assert in_scrapy_shell(_shell_settings())
+    assert not SimhashSettings.from_settings(_shell_settings()).enabled
+    with pytest.raises(NotConfigured, match="off in scrapy shell"):
+        enabled_settings(_shell_settings())
+    assert SimhashSettings.from_settings(_shell_settings(SIMHASH_ENABLED=True)).enabled
+    assert SimhashSettings.from_settings(Settings({"SIMHASH_ENABLED": True})).enabled  # (a crawl's)
+
+
+def test_a_real_scrapy_shell_leaves_the_index_alone(demo_url: str, tmp_path: Path) -> None:
+    index = tmp_path / "simhash.index"
+    shell = subprocess.run(
+        [sys.executable, "-m", "scrapy.cmdline", "shell", f"{demo_url}articles/jupiter.html", "-c", "response.status",
+         "-s", 'ADDONS={"scrapy_simhash.Addon": 300}', "-s", f"SIMHASH_INDEX={index}"],
+        capture_output=True, text=True, cwd=tmp_path, check=True,
+    )
+    assert shell.stdout.strip() == "200"
+    assert "off in scrapy shell" in shell.stderr
+    assert not index.exists()

@@ -181,6 +181,15 @@ def test_version_and_the_help_of_every_command(capsys: pytest.CaptureFixture[str
         assert not description.startswith(("positional arguments", "options")), command
 
 
+def test_fingerprint_without_pages_prints_the_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    """A command-line error prints the usage and exits with status 2 (README, "Command line")."""
+    with pytest.raises(SystemExit) as done:
+        main(["fingerprint"])
+    error = capsys.readouterr().err
+    assert done.value.code == 2
+    assert error.startswith("usage: scrapy-simhash fingerprint") and "give HTML files or --jsonl FILE" in error
+
+
 def test_evaluate_on_files_with_nothing_to_score_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")

@@ -40,6 +40,7 @@ def test_defaults() -> None:
         ("SIMHASH_ITEM_FIELDS", ["body"], "item_fields", ("body",)),
         ("SIMHASH_HTTP_STATUSES", "200,203", "http_statuses", frozenset({200, 203})),
         ("SIMHASH_HTTP_STATUSES", [200, 404.0], "http_statuses", frozenset({200, 404})),
+        ("SIMHASH_HTTP_STATUSES", " [200, 404]", "http_statuses", frozenset({200, 404})),  # -s NAME=[200,404]
         ("SIMHASH_DEBUG", True, "debug", True),
         ("SIMHASH_KEEP_UNCHANGED", True, "keep_unchanged", True),
         ("SIMHASH_FOLLOW_DROPPED", "1", "follow_dropped", "always"),
@@ -53,6 +54,8 @@ def test_defaults() -> None:
         ("SIMHASH_TTL", "86400", "ttl", 86400.0),
         ("SIMHASH_FSYNC", "always", "fsync", 0.0),
         ("SIMHASH_FSYNC", True, "fsync", 0.0),
+        ("SIMHASH_FSYNC", "True", "fsync", 0.0),  # -s SIMHASH_FSYNC=True
+        ("SIMHASH_FSYNC", "false", "fsync", None),
         ("SIMHASH_FSYNC", 0, "fsync", 0.0),
         ("SIMHASH_FSYNC", "off", "fsync", None),
         ("SIMHASH_FSYNC", False, "fsync", None),
@@ -83,6 +86,8 @@ def test_valid_values(name: str, value: Any, attribute: str, expected: Any) -> N
         ("SIMHASH_ITEM_FIELDS", ["body", 7]),
         ("SIMHASH_HTTP_STATUSES", "ok"),
         ("SIMHASH_HTTP_STATUSES", [99]),
+        ("SIMHASH_HTTP_STATUSES", "[200, 404"),
+        ("SIMHASH_HTTP_STATUSES", "[]"),
         ("SIMHASH_HTTP_STATUSES", [200.7]),
         ("SIMHASH_HTTP_STATUSES", [True]),
         ("SIMHASH_MAX_DISTANCE", True),
@@ -113,6 +118,7 @@ def test_valid_values(name: str, value: Any, attribute: str, expected: Any) -> N
         ("SIMHASH_INDEX", "redis://localhost:6379/abc"),  # redis-py would use database 0
         ("SIMHASH_EXPECTED_SIZE", 10**12),
         ("SIMHASH_HASH_KEY", 5),
+        ("SIMHASH_HASH_KEY", "x" * 65),  # a BLAKE2b key: at most 64 bytes
         ("SIMHASH_MIN_TOKENS", 0),
         ("SIMHASH_MIN_TOKENS", "many"),
         ("SIMHASH_SHINGLE_SIZE", 0),

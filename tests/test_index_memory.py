@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import random
 
 import numpy as np
@@ -11,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from probe_kernels import KERNELS, using_kernel
-from scrapy_simhash.index import _design_choice, _merge
+from scrapy_simhash.index import _design_choice, _merge, open_index
 from scrapy_simhash.index._buckets import SortedBuckets
 from scrapy_simhash.index._design_choice import choose_design
 from scrapy_simhash.index._storage import KeyStore
@@ -305,3 +306,19 @@ def test_an_index_built_in_bulk_gets_buckets_for_its_size(monkeypatch: pytest.Mo
     fingerprints = np.random.default_rng(3).integers(0, 2**64 - 1, 100_000, dtype=np.uint64)
     index = MemoryIndex.from_arrays(fingerprints, KeyStore.from_keys(map(str, range(100_000))), 3)
     assert index.design.prefix_bits == choose_design(3, 100_000).prefix_bits > 8
+
+
+def test_settings_only_a_disk_store_uses_are_warned_of_once(caplog: pytest.LogCaptureFixture) -> None:
+    """SIMHASH_FSYNC and SIMHASH_TTL with the memory index: a WARNING each, once a process."""
+    from scrapy_simhash import index as index_module
+
+    index_module._warn_fsync_ignored.cache_clear()
+    index_module._warn_ttl_ignored.cache_clear()
+    with caplog.at_level(logging.WARNING, logger="scrapy_simhash.index"):
+        for _ in range(2):
+            open_index("memory", fsync_seconds=1.0, ttl=60)
+    warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert warnings == [
+        "The memory index writes no files: SIMHASH_FSYNC ignored (only a disk store fsyncs)",
+        "Entries never expire in the memory index: SIMHASH_TTL ignored (only Redis has TTL)",
+    ]

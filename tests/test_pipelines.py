@@ -194,3 +194,14 @@ def test_an_item_a_killed_run_recorded_is_passed_on_again_once_when_the_crawl_re
     with pytest.raises(NearDuplicateItem):
         process(resumed, dict(item))
     assert stats(resumed)["simhash/items/seen_again"] == 1 and stats(resumed)["simhash/items/dropped"] == 1
+
+
+def test_without_item_fields_the_pipeline_says_what_it_checks(caplog: pytest.LogCaptureFixture) -> None:
+    """Enabled alone, without SIMHASH_ITEM_FIELDS, it checks no item of its own: an INFO line says so."""
+    with caplog.at_level("INFO", logger="scrapy_simhash.pipelines"):
+        pipeline()
+    assert any("SIMHASH_ITEM_FIELDS is empty" in record.getMessage() for record in caplog.records)
+    caplog.clear()
+    with caplog.at_level("INFO", logger="scrapy_simhash.pipelines"):
+        pipeline(SIMHASH_ITEM_FIELDS=["body"])
+    assert not any("SIMHASH_ITEM_FIELDS is empty" in record.getMessage() for record in caplog.records)

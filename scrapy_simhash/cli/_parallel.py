@@ -12,6 +12,7 @@ Pages go out in chunks, a bounded number of chunks ahead (memory stays flat over
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from collections import deque
@@ -91,9 +92,12 @@ def _executor(stack: ExitStack, engine: str, jobs: int, scheduler: str | None) -
     stack.enter_context(warnings.catch_warnings())
     warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
     if scheduler is None:
-        cluster = stack.enter_context(
-            LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None)
-        )
+        # silence_logs: a worker that heartbeats while the cluster shuts down logs an ERROR
+        # (CommClosedError) after a run that went well; a task's error reaches us as its
+        # future's exception all the same.
+        cluster = stack.enter_context(LocalCluster(
+            n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.CRITICAL
+        ))
         client = stack.enter_context(Client(cluster))
     else:
         client = stack.enter_context(Client(scheduler))

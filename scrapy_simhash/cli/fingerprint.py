@@ -37,7 +37,7 @@ def add_parser(subparsers: Any) -> None:
     fingerprint.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr (--jsonl)")
     add_record_arguments(fingerprint)
     add_fingerprint_arguments(fingerprint)
-    fingerprint.set_defaults(func=run_fingerprint)
+    fingerprint.set_defaults(func=run_fingerprint, usage_error=fingerprint.error)
 
     compare = subparsers.add_parser(
         "compare",
@@ -82,8 +82,7 @@ def describe(result: FingerprintResult) -> str:
 
 def run_fingerprint(args: argparse.Namespace) -> int:
     if not args.files and not args.jsonl:
-        warn("fingerprint: give HTML files or --jsonl FILE")
-        return 2
+        args.usage_error("give HTML files or --jsonl FILE")  # (the usage, then exit status 2)
     fingerprinter = fingerprinter_from_args(args)
     status = 0
     for name in args.files:

@@ -78,6 +78,8 @@ class FingerprintOptions:
             raise ValueError(f"max_weight must be positive, not {self.max_weight}")
         if not 0 <= self.wildcard_bits <= 32:
             raise ValueError(f"wildcard_bits must be between 0 and 32, not {self.wildcard_bits}")
+        if len(self.hash_key) > hashlib.blake2b.MAX_KEY_SIZE:  # (the feature hashes are keyed BLAKE2b)
+            raise ValueError(f"hash_key must be at most 64 bytes, not {len(self.hash_key)}")
 
     def _check_types(self) -> None:
         # Before the range checks, which would fail on a str with Python's own message.

@@ -87,6 +87,8 @@ def open_index(
     text = "memory" if spec is None else check_index_spec(spec)
     if ttl is not None:  # checked everywhere: where it is ignored, a bad one is still a mistake
         check_ttl(ttl)
+    if fsync_seconds is not None and (text == "memory" or is_shared_spec(text)):
+        _warn_fsync_ignored("Redis" if is_shared_spec(text) else "memory")
     if is_shared_spec(text):
         return _open_redis(text, max_distance, min_similarity, expected_size, namespace, signature, reset, ttl,
                            create, client)
@@ -183,6 +185,12 @@ def _redis_signature(url: str, namespace: str) -> str:
 @functools.cache  # once per process, not once per namespace
 def _warn_ttl_ignored(kind: str) -> None:
     logger.warning("Entries never expire in the %(kind)s index: SIMHASH_TTL ignored (only Redis has TTL)",
+                   {"kind": kind})
+
+
+@functools.cache
+def _warn_fsync_ignored(kind: str) -> None:
+    logger.warning("The %(kind)s index writes no files: SIMHASH_FSYNC ignored (only a disk store fsyncs)",
                    {"kind": kind})
 
 
