@@ -131,20 +131,21 @@ SHOP_TEXT = (
 )
 
 
-def _product_card(name: str, price: str, extra: str = "<span class='rating'>4.5 (320)</span>") -> str:
+def _product_card(name: str, price: str, extra: str = "<span class='rating'>4.5 (320)</span>", tag: str = "li") -> str:
     """A shop theme's product card: one link around the picture, the name, the price and the rating."""
     slug = name.lower().replace(" ", "-")
-    return (f"<li class='product-card'><a href='/p/{slug}.html'><img src='/img/{slug}.jpg' alt=''>"
-            f"<span class='title'>{name}</span><span class='price'>{price}</span>{extra}</a></li>")
+    return (f"<{tag} class='product-card'><a href='/p/{slug}.html'><img src='/img/{slug}.jpg' alt=''>"
+            f"<span class='title'>{name}</span><span class='price'>{price}</span>{extra}</a></{tag}>")
 
 
-def _category_page(products: list[str]) -> str:
-    """Page N of a category: its products as cards, then the text every page of the category shows."""
-    cards = "".join(_product_card(name, f"${499 + 100 * i}.99") for i, name in enumerate(products))
+def _category_page(products: list[str], grid: tuple[str, str] = ("ul", "li")) -> str:
+    """Page N of a category: its products as cards in a *grid* (its tag, its cards' tag),
+    then the text every page of the category shows."""
+    cards = "".join(_product_card(name, f"${499 + 100 * i}.99", tag=grid[1]) for i, name in enumerate(products))
     return (
         "<html><head><title>Laptops | VoltMart</title></head><body><nav><a href='/'>Home</a></nav><main>"
-        f"<h1>Laptops</h1><div class='results'><ul class='product-grid'>{cards}</ul></div>{SHOP_TEXT}</main>"
-        "</body></html>"
+        f"<h1>Laptops</h1><div class='results'><{grid[0]} class='product-grid'>{cards}</{grid[0]}></div>{SHOP_TEXT}"
+        "</main></body></html>"
     )
 
 
@@ -152,15 +153,16 @@ FIRST_PAGE = ["Lenovo ThinkPad X1 Carbon", "Dell XPS 13 Plus", "HP Spectre x360"
 SECOND_PAGE = ["Apple MacBook Air M2", "Microsoft Surface Laptop 5", "Razer Blade 15", "MSI Stealth 16", "LG Gram 17"]
 
 
-def test_the_cards_of_a_listing_are_its_content() -> None:
+@pytest.mark.parametrize("grid", [("ul", "li"), ("div", "div"), ("section", "article")])
+def test_the_cards_of_a_listing_are_its_content(grid: tuple[str, str]) -> None:
     """Two pages of one shop category differ by their products, each one link around its
     name, price and rating (a review's false drop: the grid was left out as link lists, and
-    page 2 was a copy of page 1)."""
-    first, second = both(_category_page(FIRST_PAGE)), both(_category_page(SECOND_PAGE))
+    page 2 was a copy of page 1), in a list or in a theme's grid of <div>s."""
+    first, second = both(_category_page(FIRST_PAGE, grid)), both(_category_page(SECOND_PAGE, grid))
     assert any("Lenovo ThinkPad X1 Carbon" in block for block in first)
     assert any("Apple MacBook Air M2" in block for block in second)
-    assert Fingerprinter().from_html(_category_page(FIRST_PAGE)).fingerprint != Fingerprinter().from_html(
-        _category_page(SECOND_PAGE)).fingerprint
+    assert Fingerprinter().from_html(_category_page(FIRST_PAGE, grid)).fingerprint != Fingerprinter().from_html(
+        _category_page(SECOND_PAGE, grid)).fingerprint
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,7 @@ import re
 
 from lxml import etree
 
+from .boilerplate import CONTAINER_TAGS
 from .textsize import LINK_CLOSE, LINK_OPEN, measure_both
 
 #: Whose element children are entries of one list.
@@ -37,6 +38,9 @@ LIST_TAGS = ("table", "thead", "tbody", "tfoot", "ul", "ol", "dl")
 MIN_ENTRIES = 3
 #: ...and of those with text, at least this share not mostly links (content._MAX_LINK_DENSITY).
 MIN_TEXT_SHARE = 1 / 3
+#: What holds a list of cards: a list, or a container a theme lays its grid out with
+#: (``<div class="products">``); the C code's LIST and CONTAINER elements.
+CARD_LIST_TAGS = tuple(dict.fromkeys((*LIST_TAGS, *CONTAINER_TAGS)))
 #: A card holds at least this many texts in elements of their own (its link included)...
 MIN_CARD_TEXTS = 3
 #: ...and a list of cards has at least MIN_ENTRIES of them, this share of its entries.
@@ -87,12 +91,12 @@ def contents_links(body: etree._Element) -> set[etree._Element]:
 
 
 def card_links(body: etree._Element) -> set[etree._Element]:
-    """The links of the lists of cards in *body*: lists (:data:`LIST_TAGS`) of at least
+    """The links of the lists of cards in *body*: lists (:data:`CARD_LIST_TAGS`) of at least
     :data:`MIN_ENTRIES` entries that are each one link holding :data:`MIN_CARD_TEXTS` texts
     of elements of their own (:func:`card_link`), :data:`MIN_CARD_SHARE` of their entries.
     Asked before the links are marked."""
     found: set[etree._Element] = set()
-    for listing in body.iter(*LIST_TAGS):
+    for listing in body.iter(*CARD_LIST_TAGS):
         entries = [child for child in listing if isinstance(child.tag, str)]
         cards = [link for link in map(card_link, entries) if link is not None]
         if len(cards) >= MIN_ENTRIES and len(cards) >= MIN_CARD_SHARE * len(entries):

@@ -225,6 +225,8 @@ extract_unlink_contents(Tree *tree)
         }
         if (element->flags & LIST) {
             judge_contents(tree, index);
+        }
+        if (element->flags & (LIST | CONTAINER)) { /* (entries.CARD_LIST_TAGS) */
             judge_cards(tree, index);
         }
     }
