@@ -153,6 +153,19 @@ FIRST_PAGE = ["Lenovo ThinkPad X1 Carbon", "Dell XPS 13 Plus", "HP Spectre x360"
 SECOND_PAGE = ["Apple MacBook Air M2", "Microsoft Surface Laptop 5", "Razer Blade 15", "MSI Stealth 16", "LG Gram 17"]
 
 
+def _link_cards(products: list[str]) -> str:
+    """A theme's grid whose cards are the links themselves: <div class=grid><a class=card>..."""
+    cards = "".join(f"<a class='card' href='/p/{i}.html'><img src='/i/{i}.jpg'><h3>{name}</h3><span>${499 + i}.99</span>"
+                    f"<span>In stock</span></a>" for i, name in enumerate(products))
+    return (f"<html><body><main><h1>Laptops</h1><div class='grid'>{cards}</div>{SHOP_TEXT}</main></body></html>")
+
+
+def test_cards_that_are_the_links_themselves() -> None:
+    first, second = both(_link_cards(FIRST_PAGE)), both(_link_cards(SECOND_PAGE))
+    assert any("Lenovo ThinkPad X1 Carbon" in block for block in first)
+    assert any("Apple MacBook Air M2" in block for block in second)
+
+
 @pytest.mark.parametrize("grid", [("ul", "li"), ("div", "div"), ("section", "article")])
 def test_the_cards_of_a_listing_are_its_content(grid: tuple[str, str]) -> None:
     """Two pages of one shop category differ by their products, each one link around its

@@ -173,7 +173,7 @@ has_own_text(const Tree *tree, int index)
 static int
 card_link(const Tree *tree, int entry)
 {
-    int link = next_link(tree, entry, entry);
+    int link = tree->elements[entry].flags & LINK ? entry : next_link(tree, entry, entry); /* (itself: a grid of <a>) */
     if (link < 0 || next_link(tree, entry, link) >= 0) {
         return -1;
     }
