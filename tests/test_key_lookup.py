@@ -138,3 +138,56 @@ def test_a_compaction_renumbers_the_key_lookup_instead_of_dropping_it(monkeypatc
             expected.setdefault(key, []).append(fingerprint)
     checked = list(expected)[::7] + sorted(removed)[:50]
     assert [index.fingerprints_of(key) for key in checked] == [expected.get(key, []) for key in checked]
+
+
+def test_a_key_fetched_again_and_again_is_found_as_brute_force_finds_it() -> None:
+    """A few hot keys replaced thousands of times among others (their live rows remembered,
+    ``REMEMBERED_FROM``), with keys that share their CRC, removals, merges and
+    compactions: every lookup as a plain scan's."""
+    rng = random.Random(21)
+    index, reference = MemoryIndex(3, expected_size=1000), BruteForceIndex(3)
+    index.buffer_limit = 256
+    hot = ["https://shop.example/List.aspx?cat=1", "https://shop.example/List.aspx?cat=2"]
+    remembered = 0
+    for step in range(6000):
+        fingerprint = rng.getrandbits(64)
+        key = rng.choice(hot) if rng.random() < 0.3 else f"page{rng.randrange(2000)}"
+        if step % 97 == 0:
+            assert index.remove_key(key) == reference.remove_key(key)
+        elif step % 13 == 0:  # a second record of one key, beside its first (add, not replace)
+            index.add(fingerprint, key)
+            reference.add(fingerprint, key)
+        else:
+            assert index.replace_if_new(fingerprint, key) == reference.replace_if_new(fingerprint, key)
+        if step % 50 == 0:
+            checked = [*hot, f"page{rng.randrange(2000)}"]
+            assert [index.fingerprints_of(k) for k in checked] == [reference.fingerprints_of(k) for k in checked]
+            remembered = max(remembered, len(index._key_lookup._remembered))
+    assert index.describe()["removed_pending"] < 6000 * 0.3  # compacted on the way
+    assert remembered >= len(hot)  # (the hot keys' rows were remembered, until a compaction)
+    assert sorted(index.items()) == sorted(reference.items())
+
+
+def test_remembered_rows_of_a_crc_keep_every_key_that_shares_it() -> None:
+    """Two keys of one CRC: each lookup compares the keys of the remembered rows."""
+    keys = KeyStore()
+    lookup = KeyLookup()
+    first, second = _two_keys_of_one_crc()
+    for n in range(100):
+        keys.append(first if n % 3 else second)
+        assert lookup.rows_of(first, keys) == [row for row in range(n + 1) if row % 3]
+        assert lookup.rows_of(second, keys) == [row for row in range(n + 1) if not row % 3]
+    assert lookup.rows_of(first, keys, live=lambda row: row > 50) == [row for row in range(51, 100) if row % 3]
+
+
+def _two_keys_of_one_crc() -> tuple[str, str]:
+    """Two keys whose CRCs collide (a birthday search over short keys)."""
+    seen: dict[int, str] = {}
+    rng = random.Random(3)
+    for _ in range(1 << 20):  # (~128 collisions expected among 2**20 random keys of 32 bits)
+        key = f"https://example.com/{rng.getrandbits(64):016x}"
+        crc = key_crc(key.encode())
+        if crc in seen:
+            return seen[crc], key
+        seen[crc] = key
+    raise AssertionError("no collision found")

@@ -45,9 +45,9 @@ class _Recent:
         self._older.append(self._newest.get(crc, -1))
         self._newest[crc] = at
 
-    def rows_with(self, crc: int) -> list[int]:
+    def rows_with(self, crc: int, since: int = 0) -> list[int]:
         rows, at = [], self._newest.get(crc, -1)
-        while at >= 0:
+        while at >= 0 and self.first + at >= since:
             rows.append(self.first + at)
             at = self._older[at]
         return rows[::-1]
@@ -92,18 +92,19 @@ class CrcTable:
         if self._merging is not None:
             next(self._merging, None)
 
-    def rows_with(self, crc: int) -> list[int]:
-        """The rows with this CRC, in the order added."""
+    def rows_with(self, crc: int, since: int = 0) -> list[int]:
+        """The rows with this CRC, in the order added; those from row *since* on only."""
         value = np.uint32(crc)  # of the array's type: a Python int would convert the whole array
         start = int(self._crcs.searchsorted(value))
         if start < len(self._crcs) and self._crcs[start] == value:  # (a new page's key: seldom)
             stop = int(self._crcs.searchsorted(value, side="right"))
-            rows = self._rows[start:stop].tolist()
+            found = self._rows[start:stop]
+            rows = (found[found >= since] if since else found).tolist()
         else:
             rows = []
         if self._frozen is not None:
-            rows += self._frozen.rows_with(crc)
-        return rows + self._recent.rows_with(crc)
+            rows += self._frozen.rows_with(crc, since)
+        return rows + self._recent.rows_with(crc, since)
 
     @classmethod
     def of_sorted(cls, arrays: KeyArrays) -> CrcTable:

@@ -208,7 +208,7 @@ class MemoryIndex(CompactingRows, SimhashIndex):
 
     def _rows_of_key(self, key: str) -> list[int]:
         """The live rows stored under *key*, oldest first."""
-        return [row for row in self._lookup().rows_of(key, self._keys) if not self._is_removed(row)]
+        return self._lookup().rows_of(key, self._keys, lambda row: not self._is_removed(row))
 
     def _lookup(self) -> KeyLookup:
         if self._key_lookup is None:

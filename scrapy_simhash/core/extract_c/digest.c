@@ -108,33 +108,83 @@ distinct_texts(const Buffer *buffer, Span *spans, int n)
     return distinct;
 }
 
+/* What is_digest measures of a part, whatever the group of links it holds: measured once
+ * a part, where groups of links into many documents share their smallest holder (a grid
+ * of thumbnails linking to other pages' anchors: once a group, the walks made a page of
+ * 4 MB take 33 s). */
+typedef struct {
+    const xmlNode *part;      /* NULL: a free slot */
+    double walked;            /* the limit of the walk that counted `chars` (INFINITY: whole) */
+    long chars, paragraphs;   /* its characters (past `walked`: more), its <p> elements */
+    int linked;               /* whether the two below are counted */
+    long into_others, link_chars; /* its links into other documents; its links' characters */
+} PartSizes;
+
+typedef struct {
+    PartSizes *slots;
+    int size, used;
+} PartCache;
+
+/* The sizes of `part` in `cache` (a slot made for it if new), or NULL with an exception. */
+static PartSizes *
+sizes_of(PartCache *cache, const xmlNode *part)
+{
+    if (2 * (cache->used + 1) > cache->size) { /* (grow: half full at most) */
+        int size = cache->size ? 2 * cache->size : 64;
+        PartSizes *slots = PyMem_Calloc((size_t)size, sizeof(PartSizes));
+        if (slots == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        for (int i = 0; i < cache->size; i++) {
+            if (cache->slots[i].part != NULL) {
+                size_t at = ((uintptr_t)cache->slots[i].part >> 4) & (size_t)(size - 1);
+                while (slots[at].part != NULL) {
+                    at = (at + 1) & (size_t)(size - 1);
+                }
+                slots[at] = cache->slots[i];
+            }
+        }
+        PyMem_Free(cache->slots);
+        cache->slots = slots, cache->size = size;
+    }
+    size_t at = ((uintptr_t)part >> 4) & (size_t)(cache->size - 1);
+    while (cache->slots[at].part != NULL && cache->slots[at].part != part) {
+        at = (at + 1) & (size_t)(cache->size - 1);
+    }
+    if (cache->slots[at].part == NULL) {
+        cache->slots[at] = (PartSizes){part, -1.0, 0, 0, 0, 0, 0};
+        cache->used++;
+    }
+    return &cache->slots[at];
+}
+
 /* The characters of `part` when it holds at least min_entries paragraphs and at most
  * max_chars_per_link characters for each of the `held` links; else 0 (the walk stops at
  * the limit: the candidate holders of a big page are big), or -1 with an exception. */
 static long
-fitting_size(const xmlNode *part, int held)
+fitting_size(PartSizes *sizes, int held)
 {
     double limit = extract_digest_rules.max_chars_per_link * held;
-    long paragraphs = 0, chars = text_of(part, limit, NULL, &paragraphs);
-    if (chars < 0) {
-        return -1;
+    int whole = sizes->walked >= 0 && (double)sizes->chars <= sizes->walked; /* (the walk reached its end) */
+    if (!whole && limit > sizes->walked) { /* (a walk that stopped short of this limit: again, further) */
+        sizes->paragraphs = 0;
+        sizes->chars = text_of(sizes->part, limit, NULL, &sizes->paragraphs);
+        if (sizes->chars < 0) {
+            return -1;
+        }
+        sizes->walked = limit;
     }
-    return (double)chars <= limit && paragraphs >= extract_digest_rules.min_entries ? chars : 0;
+    /* (A walk stopped past a limit at least this one: more characters than it allows.) */
+    return (double)sizes->chars <= limit && sizes->paragraphs >= extract_digest_rules.min_entries ? sizes->chars : 0;
 }
 
-/* _is_digest(): 1, 0, or -1 with an exception. */
+/* Count the links of `sizes->part` into other documents, and their characters; -1 with an exception. */
 static int
-is_digest(const xmlNode *part, int held, const Anchored *target, const char *own)
+count_links(PartSizes *sizes, const char *own)
 {
-    long chars = fitting_size(part, held);
-    if (chars <= 0) {
-        return (int)chars;
-    }
-    Buffer texts = {0};
-    Span *spans = NULL;
-    int n_spans = 0, cap_spans = 0, into_others = 0, unsupported = 0, verdict = -1;
-    long link_chars = 0;
-    for (const xmlNode *node = part; node != NULL; node = extract_next_in(node, part)) {
+    int unsupported = 0;
+    for (const xmlNode *node = sizes->part; node != NULL; node = extract_next_in(node, sizes->part)) {
         if (!extract_is_element(node, 'a')) {
             continue;
         }
@@ -142,24 +192,46 @@ is_digest(const xmlNode *part, int held, const Anchored *target, const char *own
         Py_ssize_t length = 0;
         if (unsupported) {
             PyErr_SetString(extract_unsupported, "an href of several nodes");
-            goto done;
+            return -1;
         }
-        int into = href != NULL && extract_other_document(href, own, &document, &length);
-        int into_target = into && extract_compare_bytes(document, length, target->target, target->length) == 0;
-        Py_ssize_t start = texts.length;
-        long chars = text_of(node, INFINITY, into_target ? &texts : NULL, NULL);
+        long chars = text_of(node, INFINITY, NULL, NULL);
         if (chars < 0) {
+            return -1;
+        }
+        sizes->into_others += href != NULL && extract_other_document(href, own, &document, &length);
+        sizes->link_chars += chars;
+    }
+    sizes->linked = 1;
+    return 0;
+}
+
+/* _is_digest() of the part that `sizes` measures, for the links of one target (`n` of
+ * them, all the page's: those the part holds count): 1, 0, or -1 with an exception. */
+static int
+is_digest(PartSizes *sizes, int held, const Anchored *links, int n, const char *own)
+{
+    long chars = fitting_size(sizes, held);
+    if (chars <= 0) {
+        return (int)chars;
+    }
+    if (!sizes->linked && count_links(sizes, own) < 0) {
+        return -1;
+    }
+    Buffer texts = {0};
+    Span *spans = NULL;
+    int n_spans = 0, cap_spans = 0, verdict = -1;
+    for (int i = 0; i < n; i++) { /* (in document order, as a walk of the part meets them) */
+        if (!is_ancestor(sizes->part, links[i].node)) {
+            continue;
+        }
+        Py_ssize_t start = texts.length;
+        if (text_of(links[i].node, INFINITY, &texts, NULL) < 0
+            || extract_grow((void **)&spans, &cap_spans, n_spans + 1, sizeof(Span)) < 0) {
             goto done;
         }
-        into_others += into, link_chars += chars;
-        if (into_target) {
-            if (extract_grow((void **)&spans, &cap_spans, n_spans + 1, sizeof(Span)) < 0) {
-                goto done;
-            }
-            spans[n_spans++] = (Span){start, texts.length - start, NULL};
-        }
+        spans[n_spans++] = (Span){start, texts.length - start, NULL};
     }
-    verdict = 2 * n_spans >= into_others && 2 * link_chars <= chars &&
+    verdict = 2 * n_spans >= sizes->into_others && 2 * sizes->link_chars <= chars &&
               distinct_texts(&texts, spans, n_spans) >= extract_digest_rules.min_entries;
 done:
     PyMem_Free(texts.data);
@@ -173,6 +245,7 @@ int
 extract_find_digests(const xmlNode *root, const char *own, const xmlNode **parts)
 {
     Anchored *links = NULL;
+    PartCache cache = {0};
     int n = extract_anchored_links(root, own, &links), found = n < 0 ? -1 : 0;
     for (int first = 0, last; first < n; first = last) {
         for (last = first + 1; last < n && extract_same_target(&links[first], &links[last]); last++) {
@@ -182,7 +255,8 @@ extract_find_digests(const xmlNode *root, const char *own, const xmlNode **parts
         }
         int held = 0;
         const xmlNode *part = smallest_holder(links + first, last - first, &held);
-        int verdict = part == NULL ? 0 : is_digest(part, held, &links[first], own);
+        PartSizes *sizes = part == NULL ? NULL : sizes_of(&cache, part);
+        int verdict = part == NULL ? 0 : sizes == NULL ? -1 : is_digest(sizes, held, links + first, last - first, own);
         if (verdict && found == MAX_DIGESTS) {
             PyErr_SetString(extract_unsupported, "too many digests");
             verdict = -1;
@@ -196,5 +270,6 @@ extract_find_digests(const xmlNode *root, const char *own, const xmlNode **parts
         }
     }
     PyMem_Free(links);
+    PyMem_Free(cache.slots);
     return found;
 }
