@@ -375,3 +375,16 @@ def test_code_before_the_chosen_child_stays(python: bool) -> None:
         with_prose = _extract(_file_page(includes, lead="<b>Some words about the file</b> and more of them."))
     assert all(f"#include <{name}>" in extracted for name in includes) and "make_grid_11" in extracted
     assert "#include" not in with_prose and "make_grid_11" in with_prose  # not all code: left behind as before
+
+
+def test_long_attributes_are_judged_but_not_remembered() -> None:
+    """An app's state in a data-* attribute (200 KB a page) is a page's own: remembered, a
+    crawl's pages held it all (the C table the same, extract_c/prune.c)."""
+    from lxml import etree
+
+    state = '{"props": "' + "x" * 5000 + '"}'
+    element = etree.fromstring(f"<div class='sidebar' data-page='{state}'>menu</div>")
+    short = etree.fromstring("<div class='sidebar'>menu</div>")
+    assert boilerplate.attribute_verdict(element) == boilerplate.attribute_verdict(short) != 0
+    assert tuple(element.items()) not in boilerplate._VERDICTS
+    assert tuple(short.items()) in boilerplate._VERDICTS

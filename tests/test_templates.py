@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import gc
+import random
 
 import pytest
 
@@ -97,3 +98,21 @@ def test_memory_gives_the_garbage_collector_nothing_to_walk() -> None:
     gc.collect()
     assert len(gc.get_objects()) - before < 100 + len(kept)  # (the kept lists we hold here)
     assert len(memory._domains["example.com"].pages_of) >= 2000  # what would be walked
+
+
+def test_a_full_memory_of_shared_blocks_frees_a_quarter_at_once() -> None:
+    """Full of blocks seen on several pages, it forgets the least seen quarter in one scan,
+    not a slot a new block (a scan each: 1.2 s for a page of 5,000 new blocks)."""
+    settings = TemplateMemory(max_blocks=400)
+    memory = templates._DomainMemory()
+    pages = [random.Random(page).getrandbits(64) for page in range(5)]  # ~32 bits apart: 5 pages
+    for key in range(400):  # each seen on 2 to 5 of them
+        for page in pages[: 2 + key % 4]:
+            memory.record({key}, page, settings)
+    assert len(memory.seen) == 400 and min(memory.seen.values()) >= 2
+    memory.record({10_000}, 0, settings)
+    assert len(memory.seen) == 301  # 100 forgotten, the new block in
+    assert all(memory.count(key) == 5 for key in range(3, 400, 4))  # the most seen stay
+    for key in range(10_001, 10_099):
+        memory.record({key}, 0, settings)
+    assert len(memory.seen) == 399  # no scan since

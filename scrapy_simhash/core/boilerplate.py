@@ -104,9 +104,13 @@ _MAX_NAME_LINE = 32
 #: on Jul 16, 2025 00:35"), which a repost prints its own, or a timestamp; a schedule's
 #: rows ("Keynote: 2024-05-03 14:00") go too.
 MAX_STAMP_LINE = 64
-#: Verdicts on containers by their attributes, kept across pages (~300 bytes each).
+#: Verdicts on containers by their attributes, kept across pages (~300 bytes each)...
 _VERDICTS: dict[tuple[tuple[str, str], ...], int] = {}
 _MAX_VERDICTS = 4096
+#: ...when they are at most this long (names and values): an app's state in a ``data-*``
+#: attribute (Inertia.js' ``data-page``, 200 KB) is a page's own, and 4,096 of them held
+#: ~1 GB (the C twin's table: extract_c/prune.c).
+MAX_REMEMBERED_ATTRIBUTES = 1024
 
 
 def _text_chars(element: etree._Element) -> int:
@@ -166,9 +170,11 @@ def attribute_verdict(element: etree._Element) -> int:
         return NOT_BOILERPLATE
     verdict = _VERDICTS.get(pairs)
     if verdict is None:
-        if len(_VERDICTS) >= _MAX_VERDICTS:
-            _VERDICTS.clear()  # simpler than LRU; a site's attributes come back at once
-        verdict = _VERDICTS[pairs] = attributes_say_boilerplate(pairs)
+        verdict = attributes_say_boilerplate(pairs)
+        if sum(len(name) + len(value) for name, value in pairs) <= MAX_REMEMBERED_ATTRIBUTES:
+            if len(_VERDICTS) >= _MAX_VERDICTS:
+                _VERDICTS.clear()  # simpler than LRU; a site's attributes come back at once
+            _VERDICTS[pairs] = verdict
     return verdict
 
 

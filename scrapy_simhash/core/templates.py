@@ -109,9 +109,15 @@ class _DomainMemory:
                     pages_of[key] = pages | page << (count * 64)
 
     def _forget_rare(self) -> None:
+        """Make room: forget the blocks seen on one page, and when they are fewer than a
+        quarter of the memory, the least seen down to three quarters of it. (A scan that
+        freed a slot or two, the memory full of shared blocks, ran for each new block: a
+        page of 1,000 new ones took 235 ms.)"""
         seen = self.seen
-        rare = [key for key, count in seen.items() if count < 2]
-        for key in rare or list(seen)[: len(seen) // 2]:
+        forgotten = [key for key, count in seen.items() if count < 2]
+        if len(forgotten) < len(seen) // 4:  # (the least seen first, the oldest among equals)
+            forgotten = [key for key, _ in sorted(seen.items(), key=lambda item: item[1])[: len(seen) // 4]]
+        for key in forgotten:
             del seen[key]
             self.pages_of.pop(key, None)
 

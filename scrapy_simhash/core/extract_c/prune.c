@@ -9,6 +9,10 @@
  * page. Keyed by the attributes' names and values; cleared when full, like the Python one. */
 #define VERDICT_SLOTS 8192
 #define MAX_VERDICTS 4096
+/* Remembered only when at most this long (names, values and their NULs): an app's state in
+ * a data-* attribute (Inertia.js' data-page, 200 KB) is a page's own, and 4,096 of them
+ * held ~1 GB (boilerplate.MAX_REMEMBERED_ATTRIBUTES). */
+#define MAX_REMEMBERED_KEY 2048
 typedef struct {
     uint64_t hash;
     char *key;
@@ -90,6 +94,9 @@ extract_named_boilerplate(const xmlNode *node, Buffer *key)
     int verdict = extract_attribute_verdict(key->data, key->length);
     if (verdict < 0) {
         return -1;
+    }
+    if (key->length > MAX_REMEMBERED_KEY) {
+        return verdict;
     }
     if (n_verdicts >= MAX_VERDICTS) {
         extract_forget_verdicts(); /* simpler than LRU; a site's attributes come back at once */
