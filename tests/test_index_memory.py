@@ -322,3 +322,32 @@ def test_settings_only_a_disk_store_uses_are_warned_of_once(caplog: pytest.LogCa
         "The memory index writes no files: SIMHASH_FSYNC ignored (only a disk store fsyncs)",
         "Entries never expire in the memory index: SIMHASH_TTL ignored (only Redis has TTL)",
     ]
+
+
+@pytest.mark.parametrize("query_is_short", [False, True])
+def test_many_candidates_are_confirmed_as_brute_force_confirms_them(query_is_short: bool) -> None:
+    """A cluster of pages within k of each other, most told apart by their sketches, some
+    alike, some stored without one: a check's 300 candidates confirmed at once (NumPy, for
+    a long page's sketch) or a row at a time (a short page's shingles), as brute force does."""
+    from scrapy_simhash.index.base import Match
+    from scrapy_simhash.index.brute import BruteForceIndex
+
+    rng = random.Random(8)
+    centre = rng.getrandbits(64)
+    base_sketch = rng.randbytes(32)
+    index, reference = MemoryIndex(3, expected_size=1000), BruteForceIndex(3)
+    for n in range(300):
+        fingerprint = centre ^ (1 << rng.randrange(64) if n % 2 else 0)
+        if n % 10 == 0:
+            sketch = None
+        elif n % 7 == 0:  # alike: a few bits off the query's
+            sketch = bytes(b ^ (1 if i < 2 else 0) for i, b in enumerate(base_sketch))
+        else:
+            sketch = rng.randbytes(32)
+        index.add(fingerprint, f"page{n}", sketch)
+        reference.add(fingerprint, f"page{n}", sketch)
+    query_sketch = base_sketch + (b"\x01\x00\x02\x00" if query_is_short else b"")
+    found = index.query(centre, sketch=query_sketch)
+    expected = reference.query(centre, sketch=query_sketch)
+    assert found == sorted(expected, key=Match.order)
+    assert len(found) >= 60 and any(match.similarity is None for match in found)

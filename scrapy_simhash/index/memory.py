@@ -312,12 +312,10 @@ class MemoryIndex(CompactingRows, SimhashIndex):
             matches = [Match(self._keys[r], f, (f ^ query).bit_count()) for r, f in found.items()]
         else:
             rows = np.fromiter(found, dtype=np.intp, count=len(found))
-            verdicts = self._sketches.confirm(rows, sketch, self.confirmation)
-            matches = [
-                Match(self._keys[r], found[r], (found[r] ^ query).bit_count(), similarity)
-                for r, (confirmed, similarity) in zip(rows.tolist(), verdicts)
-                if confirmed
-            ]
+            matches = []
+            for at, similarity in self._sketches.confirm(rows, sketch, self.confirmation):
+                row = int(rows[at])
+                matches.append(Match(self._keys[row], found[row], (found[row] ^ query).bit_count(), similarity))
         return sorted(matches, key=Match.order)
 
     def _design_for(self, size: int) -> TableDesign:
