@@ -284,3 +284,51 @@ def test_the_c_and_python_code_agree_on_links_home(href: str) -> None:
     )
     kept = any("Blog" in block for block in both(page))
     assert kept is not heading.links_home(href)
+
+
+DISCLAIMER = (
+    "<p>The content of this dictionary is provided for general information only and is not a substitute for"
+    " professional medical advice, diagnosis or treatment. Always seek the advice of your physician or another"
+    " qualified health provider with any questions you may have regarding a medical condition. Never disregard"
+    " professional medical advice or delay in seeking it because of something you have read on this website.</p>"
+)
+
+
+def _definition(term: str, definition: str, logo: str = "") -> str:
+    """A dictionary's page: the term and its definition in one element, beside a disclaimer
+    that outweighs them and that every page shows."""
+    return (
+        f"<html><head><title>{term} - Example Health</title></head><body>{logo}<main><div class='entry'>"
+        f"<h1>{term}</h1><p class='pron'>Medical definition</p><div class='def'><p>{definition}</p></div></div>"
+        f"<div class='entry-footer-text'>{DISCLAIMER}</div></main></body></html>"
+    )
+
+
+def test_the_descent_keeps_the_headings_own_text_beside_a_block_every_page_shows() -> None:
+    """The disclaimer holds 80% of the column: descending into it kept it alone, and the
+    dictionary's pages were copies of each other at distance 0 (a review's false drop)."""
+    first = both(_definition("Bradycardia", "A heart rate slower than normal, under 60 beats a minute in adults."))
+    second = both(_definition("Tachycardia", "A heart rate faster than normal, over 100 beats a minute in adults."))
+    assert "Bradycardia" in first and any("slower than normal" in block for block in first)
+    assert "Tachycardia" in second and any(DISCLAIMER[3:40] in block for block in second)
+    fingerprinter = Fingerprinter()
+    assert fingerprinter.from_html(_definition("Bradycardia", "A heart rate slower than normal, under 60 beats a minute"
+                                               " in adults.")).fingerprint != fingerprinter.from_html(
+        _definition("Tachycardia", "A heart rate faster than normal, over 100 beats a minute in adults.")).fingerprint
+
+
+@pytest.mark.parametrize("definition", ["Itching.", ""])  # less than a sentence beside the heading
+def test_a_heading_with_little_beside_it_is_left_behind_as_before(definition: str) -> None:
+    blocks = both(_definition("Pruritus", definition))
+    assert not any("Medical definition" in block for block in blocks)
+
+
+def test_a_site_name_heading_linking_home_does_not_hold_the_descent() -> None:
+    """The site's name in an <h1> linking home, a line of its own beside it (Django's docs):
+    not the page's heading, and the descent goes on into the content as before."""
+    page = (
+        "<html><head><title>Models | Django</title></head><body><div id='doc'><div id='hd'><h1><a href='../index.html'>"
+        "Django 3.2.25 documentation</a></h1><p>The web framework for perfectionists with deadlines, since 2005.</p>"
+        f"</div><div id='bd'><h2>Models</h2>{DISCLAIMER * 3}</div></div></body></html>"
+    )
+    assert not any("perfectionists" in block for block in both(page))

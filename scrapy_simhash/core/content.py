@@ -258,7 +258,7 @@ def _configure_c_code() -> None:
         entries.MIN_CARD_SHARE,
     )  # fmt: skip
     counts = (descent.MAX_CONTESTANTS, textsize.MAX_SIZED_AT_ONCE, boilerplate.MIN_SECTION_PROSE, entries.MIN_ENTRIES,
-              entries.MIN_CARD_TEXTS)
+              entries.MIN_CARD_TEXTS, descent.OWN_TEXT_BESIDE)
     credit = (is_credit_line, boilerplate.CREDIT_BRACKETS, boilerplate.CREDIT_STARTS, boilerplate.CASE_FOLDS_TO_ASCII,
               boilerplate.MAX_STAMP_LINE, boilerplate.MAX_CREDIT_LINE)
     # (the C verdict asks names.attributes_say_boilerplate only about a few rare styles)

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from lxml import etree
 
+from .heading import links_home
 from .text import HEADING_TAGS
 from .textsize import ChildSizes, measure, without_markers
 
@@ -27,6 +28,9 @@ FAIR_SHARE = 0.2
 #: little else is a title (DocBook's ``titlepage`` above a chapter's table of contents),
 #: not the column of an article outweighed by its sidebar; the content is beside it.
 HEADING_ALONE = 1.5
+#: ...and this many characters more than the heading is text of the page's own (a short
+#: sentence), which the descent does not leave behind (:func:`_leaves_the_heading_behind`).
+OWN_TEXT_BESIDE = 40
 #: ...or into a child holding this share, and three times more than any sibling.
 WINNER_SHARE, WINNER_MARGIN = 0.6, 3.0
 #: ...but never into the description of an entry (a method's parameters and returns
@@ -57,7 +61,8 @@ def main_container(
     """The deepest element holding most of the page's prose (or text).
 
     Start from the page's only ``<main>`` or ``<article>``, if it holds a fair share
-    of the prose. Then, level by level, descend into the child holding 80% of it;
+    of the prose. Then, level by level, descend into the child holding 80% of it (unless
+    that leaves the heading's own text behind: :func:`_leaves_the_heading_behind`);
     failing that, into the child holding the page's first ``<h1>`` if that child
     holds a fair share (an article outweighed by its site's sidebar) and more than the
     heading (not a title page's header, beside the content); failing that,
@@ -79,6 +84,9 @@ def main_container(
     sizer = ChildSizes(prose)
     while held > 0:
         found = _dominant_child(sizer.of_children(container, held), held, DESCEND_SHARE * total)
+        if found is not None and _leaves_the_heading_behind(sizer, container, held, found[0], on_heading_path,
+                                                          heading_chars, heading):
+            break
         if found is None and len(container) <= MAX_CONTESTANTS:
             sizes = [(chars, child) for child, chars in sizer.of_children(container, held)]
             found = _heading_child(sizes, held, on_heading_path, heading_chars)
@@ -98,6 +106,28 @@ def main_container(
                 left_behind.append(child)
         container, held = found
     return container, left_behind
+
+
+def _leaves_the_heading_behind(
+    sizer: ChildSizes, container: etree._Element, held: int, found: etree._Element,
+    on_heading_path: set[etree._Element | None], heading_chars: int, heading: etree._Element | None,
+) -> bool:
+    """Whether descending from *container* into its dominant child *found* leaves the
+    page's heading behind with text of the page's own: the child of *container* that holds
+    the heading holds more than :data:`HEADING_ALONE` times its text and
+    :data:`OWN_TEXT_BESIDE` characters more (a term and its definition, a brief, a statute's
+    section), where *found* is a block the site shows on every page (a disclaimer, an appeal
+    for support, a legal notice). The descent then stops: both are kept. Descending kept
+    the block alone, and a dictionary's or a news site's short pages were copies of each
+    other at distance 0 (a review of generated sites). Not for a heading that links to the
+    site's home (:func:`.heading.links_home`): that is the site's name, beside its own
+    navigation."""
+    if heading is None or not heading_chars or container not in on_heading_path or found in on_heading_path:
+        return False
+    if any(links_home(link.get("href")) for link in (*heading.iterancestors("a"), *heading.iterdescendants("a"))):
+        return False
+    beside = next((chars for child, chars in sizer.of_children(container, held) if child in on_heading_path), 0)
+    return beside > HEADING_ALONE * heading_chars and beside - heading_chars >= OWN_TEXT_BESIDE
 
 
 def _is_code(element: etree._Element) -> bool:

@@ -40,7 +40,11 @@ def golden_pages() -> list[dict[str, str]]:
     heading an ``<h2>`` with a line break, ``jsoup-class-use-Jsoup``; version 16: a repost in
     a forum's thread, its replies left out, ``dev-00241``; version 17: a pydoctor class page,
     each member's signature in a repeated ``div.functionHeader``,
-    ``twisted-doc-twisted.protocols.dict.Definition``)."""
+    ``twisted-doc-twisted.protocols.dict.Definition``; version 18, pages of generated sites
+    a review found dropped: a shop's category page of product cards,
+    ``shop-category-laptops-page1``, a question whose ``<h1>`` links to itself,
+    ``qa-question-linked-h1``, and a dictionary's term beside a disclaimer every page shows,
+    ``dictionary-term-beside-disclaimer``)."""
     if not PAGES.exists():
         with gzip.open(CORPUS_PAGES, "rt", encoding="utf-8") as lines:
             sample = [line for number, line in enumerate(lines) if number % EVERY == 0]

@@ -74,6 +74,7 @@ typedef struct {
     double min_numbered_share; /* entries.MIN_NUMBERED_SHARE */
     double min_card_share; /* entries.MIN_CARD_SHARE */
     Py_ssize_t min_card_texts; /* entries.MIN_CARD_TEXTS */
+    Py_ssize_t own_text_beside; /* descent.OWN_TEXT_BESIDE */
     double heading_alone;  /* descent.HEADING_ALONE */
     Py_ssize_t contestants, sized_at_once, min_section_prose, min_entries;
 } Rules;
@@ -256,6 +257,10 @@ INTERNAL PyObject *extract_attribute_verdict_of_pairs(PyObject *module, PyObject
 INTERNAL PyObject *extract_configure_names(PyObject *module, PyObject *args);
 
 /* ---- The page's heading (heading.c) and lists judged whole (entries.c) ---- */
+
+/* heading._links_home: a link around element `index` or inside it goes to the site's home;
+ * -1 with an exception. */
+INTERNAL int extract_links_home_around(const Tree *tree, int index);
 
 INTERNAL int extract_page_heading(const Tree *tree, PyObject *parts);
 INTERNAL int extract_lost_by_name(const Tree *tree, int heading);

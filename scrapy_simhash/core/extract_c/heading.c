@@ -190,10 +190,8 @@ is_home_link(const Tree *tree, int index)
     return href != NULL && links_home(href);
 }
 
-/* heading._links_home: a link around element `index` or inside it goes to the site's home;
- * -1 with an exception. */
-static int
-links_home_around(const Tree *tree, int index)
+int
+extract_links_home_around(const Tree *tree, int index)
 {
     for (int at = tree->elements[index].parent; at >= 0; at = tree->elements[at].parent) {
         int home = tree->elements[at].flags & LINK ? is_home_link(tree, at) : 0;
@@ -229,7 +227,7 @@ extract_page_heading(const Tree *tree, PyObject *parts)
             if (!all_link_text(tree, index)) {
                 return index;
             }
-            int home = links_home_around(tree, index);
+            int home = extract_links_home_around(tree, index);
             return home < 0 ? -2 : home ? -1 : index;
         }
     }

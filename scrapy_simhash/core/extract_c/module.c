@@ -158,13 +158,13 @@ configure(PyObject *module, PyObject *args)
 {
     PyObject *tags, *verdict, *credit, *brackets, *starts, *folds;
     double shares[13];
-    Py_ssize_t counts[5];
+    Py_ssize_t counts[6];
     Py_ssize_t max_stamp_line, max_credit_line;
-    if (!PyArg_ParseTuple(args, "O!O(OUO!Unn)(ddddddddddddd)(nnnnn):configure", &PyDict_Type, &tags, &verdict,
+    if (!PyArg_ParseTuple(args, "O!O(OUO!Unn)(ddddddddddddd)(nnnnnn):configure", &PyDict_Type, &tags, &verdict,
                           &credit, &brackets, &PyTuple_Type, &starts, &folds, &max_stamp_line, &max_credit_line,
                           &shares[0], &shares[1], &shares[2], &shares[3], &shares[4], &shares[5], &shares[6],
                           &shares[7], &shares[8], &shares[9], &shares[10], &shares[11], &shares[12], &counts[0],
-                          &counts[1], &counts[2], &counts[3], &counts[4])) {
+                          &counts[1], &counts[2], &counts[3], &counts[4], &counts[5])) {
         return NULL;
     }
     if (!PyCallable_Check(verdict) || !PyCallable_Check(credit)) {
@@ -197,6 +197,7 @@ configure(PyObject *module, PyObject *args)
     extract_rules.contestants = counts[0], extract_rules.sized_at_once = counts[1];
     extract_rules.min_section_prose = counts[2], extract_rules.min_entries = counts[3];
     extract_rules.min_card_share = shares[12], extract_rules.min_card_texts = counts[4];
+    extract_rules.own_text_beside = counts[5];
     Py_RETURN_NONE;
 }
 
