@@ -4,6 +4,7 @@
  * Measured as the Python code measures them: with every link marked (before unmark_links).
  */
 #include "extract.h"
+#include <math.h>
 
 /* Whether the entry is mostly link text: 1, 0, or -1 when it has no text. */
 static int
@@ -193,14 +194,19 @@ card_link(const Tree *tree, int entry)
 static void
 judge_cards(Tree *tree, int listing)
 {
-    int entries = 0, cards = 0;
+    int entries = 0, misses = 0;
     for (int child = tree->elements[listing].first_child; child >= 0; child = tree->elements[child].next_sibling) {
-        if (!tree->elements[child].removed) {
-            entries++;
-            cards += card_link(tree, child) >= 0;
+        entries += !tree->elements[child].removed;
+    }
+    /* (Stops at the first entry too many that is no card: most containers are no list of
+     * cards, and a big first child would be walked for nothing.) */
+    double needed = fmax((double)extract_rules.min_entries, extract_rules.min_card_share * (double)entries);
+    for (int child = tree->elements[listing].first_child; child >= 0; child = tree->elements[child].next_sibling) {
+        if (!tree->elements[child].removed && card_link(tree, child) < 0 && (double)(entries - ++misses) < needed) {
+            return;
         }
     }
-    if (cards < extract_rules.min_entries || (double)cards < extract_rules.min_card_share * (double)entries) {
+    if ((double)(entries - misses) < needed) {
         return;
     }
     for (int child = tree->elements[listing].first_child; child >= 0; child = tree->elements[child].next_sibling) {
