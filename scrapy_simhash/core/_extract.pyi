@@ -50,7 +50,7 @@ def configure(
     tags: dict[bytes, int],
     verdict: Callable[[tuple[tuple[str, str], ...]], int],
     credit: tuple[Callable[[str], bool], str, str, int],
-    shares: tuple[float, float, float, float, float, float, float, float, float, float, float, float],
-    counts: tuple[int, int, int, int],
+    shares: tuple[float, float, float, float, float, float, float, float, float, float, float, float, float],
+    counts: tuple[int, int, int, int, int, int],
     /,
 ) -> None: ...

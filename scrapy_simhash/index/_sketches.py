@@ -227,7 +227,7 @@ class SketchStore:
         step in Python)."""
         stored = self.rows[rows]
         differing = np.bitwise_count(stored ^ _sketch_words(sketch)).sum(axis=1, dtype=np.int64)
-        without = ~stored.any(axis=1)  # stored without a sketch: the fingerprints alone decide
+        without: npt.NDArray[np.bool_] = ~stored.any(axis=1)  # stored without a sketch: the fingerprints decide
         alike = np.flatnonzero(without | (differing <= confirmation.max_distance)).tolist()
         return [(at, None if without[at] else confirmation.by_distance(int(differing[at]))) for at in alike]
 
