@@ -332,3 +332,30 @@ def test_a_site_name_heading_linking_home_does_not_hold_the_descent() -> None:
         f"</div><div id='bd'><h2>Models</h2>{DISCLAIMER * 3}</div></div></body></html>"
     )
     assert not any("perfectionists" in block for block in both(page))
+
+
+APPEAL = (
+    "<p>Support local journalism. Our reporters cover the council, the schools and the harbour every day, and"
+    " we rely on readers like you to keep doing it. If you value what we do, please consider a contribution of"
+    " any size: it takes a minute, and every reader who gives makes the next story possible. Thank you.</p>"
+)
+
+
+def _brief(title: str, text: str) -> str:
+    """WordPress' default markup: the title in the entry's <header> (pruned, as HTML5
+    headers are), the brief in entry-content, and an appeal every post shows after it."""
+    return (
+        f"<html><head><title>{title} - The Gazette</title></head><body><main><article class='post'>"
+        f"<header class='entry-header'><h1 class='entry-title'>{title}</h1></header>"
+        f"<div class='entry-content'><p>{text}</p></div><div class='support-box'>{APPEAL}</div>"
+        "</article></main></body></html>"
+    )
+
+
+def test_a_brief_beside_an_appeal_keeps_its_text_when_its_header_is_pruned() -> None:
+    first = both(_brief("Ferry to resume weekend schedule", "The island ferry returns to its weekend schedule in May."))
+    second = both(_brief("Library extends its hours", "The library stays open until ten during the exam season."))
+    assert any("island ferry" in block for block in first) and any("exam season" in block for block in second)
+    fingerprinter = Fingerprinter()
+    assert fingerprinter.from_html(_brief("Ferry", "The island ferry returns to its weekend schedule in May.")).fingerprint \
+        != fingerprinter.from_html(_brief("Library", "The library stays open until ten during the exam season.")).fingerprint

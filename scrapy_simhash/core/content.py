@@ -142,6 +142,7 @@ def _extract_in_python(root: etree._Element, url: str | None = None, title: str 
     strip_invisible_elements(root)  # a walk of the tree, when it was stripped already
     body = body_of(root)
     page_heading = heading.page_heading(body, shown_heading)
+    heading_path = descent.first_heading_path(body)  # (before pruning: a <header> may hold it)
     if page_heading is not None and not heading.lost_by_name(page_heading, body):
         page_heading = None  # (asked before pruning: it looks at what will be pruned)
     prune_boilerplate(body)
@@ -150,9 +151,9 @@ def _extract_in_python(root: etree._Element, url: str | None = None, title: str 
     prose, everything = measure_both(body)
     links_are_content = prose < _MIN_PROSE_SHARE * everything
     if links_are_content:
-        container, left_behind = main_container(body, prose=False, total=everything)
+        container, left_behind = main_container(body, prose=False, total=everything, heading_path=heading_path)
     else:
-        container, left_behind = main_container(body, prose=True, total=prose)
+        container, left_behind = main_container(body, prose=True, total=prose, heading_path=heading_path)
     kept = [*left_behind, container]
     if page_heading is not None and not heading.is_kept(page_heading, kept):
         kept.insert(0, page_heading)

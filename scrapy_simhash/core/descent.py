@@ -28,8 +28,8 @@ FAIR_SHARE = 0.2
 #: little else is a title (DocBook's ``titlepage`` above a chapter's table of contents),
 #: not the column of an article outweighed by its sidebar; the content is beside it.
 HEADING_ALONE = 1.5
-#: ...and this many characters more than the heading is text of the page's own (a short
-#: sentence), which the descent does not leave behind (:func:`_leaves_the_heading_behind`).
+#: Text of a page's own (a short sentence), which the descent does not leave behind with
+#: its heading (:func:`_leaves_the_heading_behind`).
 OWN_TEXT_BESIDE = 40
 #: ...or into a child holding this share, and three times more than any sibling.
 WINNER_SHARE, WINNER_MARGIN = 0.6, 3.0
@@ -56,7 +56,8 @@ CODE_TAGS = frozenset({"pre", "code", "kbd", "samp", "tt", "var"})
 
 
 def main_container(
-    body: etree._Element, prose: bool = True, total: int | None = None
+    body: etree._Element, prose: bool = True, total: int | None = None,
+    heading_path: frozenset[etree._Element] = frozenset(),
 ) -> tuple[etree._Element, list[etree._Element]]:
     """The deepest element holding most of the page's prose (or text).
 
@@ -71,7 +72,8 @@ def main_container(
     all of code before the chosen child are kept (the title and lead of an article whose
     biggest section won, a file's ``#include`` lines). Return the container and those elements.
 
-    *total*, if given, must be ``measure(body, prose)`` (sizes are derived from it).
+    *total*, if given, must be ``measure(body, prose)`` (sizes are derived from it);
+    *heading_path*: :func:`first_heading_path`, asked before pruning.
     """
     left_behind: list[etree._Element] = []
     landmarks = list(body.iter("h1", "main", "article"))  # one walk of the tree for the three
@@ -84,8 +86,7 @@ def main_container(
     sizer = ChildSizes(prose)
     while held > 0:
         found = _dominant_child(sizer.of_children(container, held), held, DESCEND_SHARE * total)
-        if found is not None and _leaves_the_heading_behind(sizer, container, held, found[0], on_heading_path,
-                                                          heading_chars, heading):
+        if found is not None and _leaves_the_heading_behind(sizer, container, held, found[0], heading_path):
             break
         if found is None and len(container) <= MAX_CONTESTANTS:
             sizes = [(chars, child) for child, chars in sizer.of_children(container, held)]
@@ -108,26 +109,37 @@ def main_container(
     return container, left_behind
 
 
+def first_heading_path(body: etree._Element) -> frozenset[etree._Element]:
+    """The elements that hold the page's first ``<h1>`` in *body*, asked before pruning (a
+    page header, ``<header>``, may hold it); none when a link in or around it goes to the
+    site's home (:func:`.heading.links_home`): the site's name, not the page's."""
+    first = next(body.iter("h1"), None)
+    if first is None or any(links_home(link.get("href")) for link in (*first.iterancestors("a"), *first.iter("a"))):
+        return frozenset()
+    return frozenset(first.iterancestors())
+
+
 def _leaves_the_heading_behind(
     sizer: ChildSizes, container: etree._Element, held: int, found: etree._Element,
-    on_heading_path: set[etree._Element | None], heading_chars: int, heading: etree._Element | None,
+    heading_path: frozenset[etree._Element],
 ) -> bool:
-    """Whether descending from *container* into its dominant child *found* leaves the
-    page's heading behind with text of the page's own: the child of *container* that holds
-    the heading holds more than :data:`HEADING_ALONE` times its text and
-    :data:`OWN_TEXT_BESIDE` characters more (a term and its definition, a brief, a statute's
-    section), where *found* is a block the site shows on every page (a disclaimer, an appeal
-    for support, a legal notice). The descent then stops: both are kept. Descending kept
-    the block alone, and a dictionary's or a news site's short pages were copies of each
-    other at distance 0 (a review of generated sites). Not for a heading that links to the
-    site's home (:func:`.heading.links_home`): that is the site's name, beside its own
-    navigation."""
-    if heading is None or not heading_chars or container not in on_heading_path or found in on_heading_path:
+    """Whether descending from *container* (which holds the page's first ``<h1>``,
+    *heading_path*) into its dominant child *found* (which does not) leaves text of the
+    page's own behind: :data:`OWN_TEXT_BESIDE` characters in its other children that are
+    not headings, paragraphs or code (those before *found* the descent keeps anyway; those
+    after it are a thread's replies, a "last modified" line). *found* is
+    then a block the site shows on every page (a disclaimer, an appeal for support, a legal
+    notice) outweighing a short page's own text (a term's definition, a brief): the descent
+    stops there, both kept. Descending kept the block alone, and a dictionary's or a news
+    site's short pages were copies of each other at distance 0 (reviews of generated
+    sites), on WordPress' markup too, whose ``<h1>`` is in a pruned ``<header>``."""
+    if container not in heading_path or found in heading_path:
         return False
-    if any(links_home(link.get("href")) for link in (*heading.iterancestors("a"), *heading.iterdescendants("a"))):
-        return False
-    beside = next((chars for child, chars in sizer.of_children(container, held) if child in on_heading_path), 0)
-    return beside > HEADING_ALONE * heading_chars and beside - heading_chars >= OWN_TEXT_BESIDE
+    rest = sum(
+        chars for child, chars in sizer.of_children(container, held)
+        if child is not found and child.tag not in KEPT_SIBLINGS and not (isinstance(child.tag, str) and _is_code(child))
+    )
+    return rest >= OWN_TEXT_BESIDE
 
 
 def _is_code(element: etree._Element) -> bool:

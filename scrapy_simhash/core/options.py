@@ -20,7 +20,7 @@ Weighting = Literal["tf", "log", "binary"]
 #: SimHash, sketch): part of :meth:`FingerprintOptions.signature`, so a stored index made
 #: by another version is refused. tests/test_golden.py holds the fingerprints of fixed
 #: pages under it and fails when one changes and this does not.
-ALGORITHM_VERSION: Final = 18
+ALGORITHM_VERSION: Final = 19
 
 
 @dataclass(frozen=True, slots=True)

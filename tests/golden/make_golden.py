@@ -44,7 +44,8 @@ def golden_pages() -> list[dict[str, str]]:
     a review found dropped: a shop's category page of product cards,
     ``shop-category-laptops-page1``, a question whose ``<h1>`` links to itself,
     ``qa-question-linked-h1``, and a dictionary's term beside a disclaimer every page shows,
-    ``dictionary-term-beside-disclaimer``)."""
+    ``dictionary-term-beside-disclaimer``; version 19: a WordPress brief beside an appeal
+    for support, its ``<h1>`` in a pruned ``<header>``, ``wordpress-brief-beside-appeal``)."""
     if not PAGES.exists():
         with gzip.open(CORPUS_PAGES, "rt", encoding="utf-8") as lines:
             sample = [line for number, line in enumerate(lines) if number % EVERY == 0]

@@ -199,7 +199,7 @@ is_code(const Tree *tree, int index)
 /* Where the descent starts: the page's only <main> (else only <article>) holding a fair
  * share, else the body. Marks the path to the first <h1> on the way. */
 static Size
-semantic_start(Tree *tree, int prose, long total, long *heading_chars, int *first_heading)
+semantic_start(Tree *tree, int prose, long total, long *heading_chars)
 {
     int heading = -1, mains = 0, articles = 0, main = -1, article = -1;
     for (int index = 0; index < tree->n_elements; index++) {
@@ -222,7 +222,6 @@ semantic_start(Tree *tree, int prose, long total, long *heading_chars, int *firs
         tree->elements[at].on_heading_path = 1;
     }
     *heading_chars = heading >= 0 ? extract_measure(tree, heading, prose) : 0;
-    *first_heading = heading;
     int starts[2] = {mains == 1 ? main : -1, articles == 1 ? article : -1};
     for (int i = 0; i < 2; i++) {
         if (starts[i] >= 0) {
@@ -235,28 +234,40 @@ semantic_start(Tree *tree, int prose, long total, long *heading_chars, int *firs
     return (Size){0, total};
 }
 
-/* descent._leaves_the_heading_behind: 1, 0, or -1 with an exception. */
-static int
-leaves_the_heading_behind(const Tree *tree, int container, const Size *sizes, int n, int found, int heading,
-                          long heading_chars)
+int
+extract_mark_first_heading(Tree *tree)
 {
-    if (heading < 0 || heading_chars == 0 || !tree->elements[container].on_heading_path
-        || tree->elements[found].on_heading_path) {
-        return 0;
-    }
-    int home = extract_links_home_around(tree, heading);
-    if (home != 0) {
-        return home < 0 ? -1 : 0;
-    }
-    long beside = 0;
-    for (int i = 0; i < n; i++) {
-        if (tree->elements[sizes[i].child].on_heading_path) {
-            beside = sizes[i].chars;
-            break;
+    for (int index = 0; index < tree->n_elements; index++) {
+        if (tree->elements[index].flags & HEADING) {
+            int home = extract_links_home_around(tree, index);
+            if (home != 0) {
+                return home < 0 ? -1 : 0; /* (the site's name) */
+            }
+            for (int at = tree->elements[index].parent; at >= 0; at = tree->elements[at].parent) {
+                tree->elements[at].holds_first_heading = 1;
+            }
+            return 0;
         }
     }
-    return (double)beside > extract_rules.heading_alone * (double)heading_chars
-           && beside - heading_chars >= extract_rules.own_text_beside;
+    return 0;
+}
+
+/* descent._leaves_the_heading_behind: descending from `container` into its dominant child
+ * `found` leaves text of the page's own behind, beside its first heading. */
+static int
+leaves_the_heading_behind(const Tree *tree, int container, const Size *sizes, int n, int found)
+{
+    if (!tree->elements[container].holds_first_heading || tree->elements[found].holds_first_heading) {
+        return 0;
+    }
+    long rest = 0; /* (in its other children, but headings, paragraphs and code) */
+    for (int i = 0; i < n; i++) {
+        int child = sizes[i].child;
+        if (child != found && !(tree->elements[child].flags & KEPT) && !is_code(tree, child)) {
+            rest += sizes[i].chars;
+        }
+    }
+    return rest >= extract_rules.own_text_beside;
 }
 
 /* descent.main_container: the container, and the elements left behind on the way
@@ -270,21 +281,14 @@ extract_main_container(Tree *tree, int prose, long total, int *behind, int *n_be
         return -1;
     }
     long heading_chars;
-    int heading;
-    Size start = semantic_start(tree, prose, total, &heading_chars, &heading);
+    Size start = semantic_start(tree, prose, total, &heading_chars);
     int container = start.child;
     total = start.chars;
     long held = total;
     while (held > 0) {
         int n = child_sizes(tree, container, held, prose, sizes);
         Size found = dominant_child(sizes, n, held, extract_rules.descend_share * (double)total);
-        int leaves = found.child >= 0 ? leaves_the_heading_behind(tree, container, sizes, n, found.child, heading,
-                                                                   heading_chars) : 0;
-        if (leaves < 0) {
-            container = -1;
-            break;
-        }
-        if (leaves) {
+        if (found.child >= 0 && leaves_the_heading_behind(tree, container, sizes, n, found.child)) {
             break;
         }
         if (found.child < 0 && n <= extract_rules.contestants) {

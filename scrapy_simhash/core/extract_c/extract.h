@@ -99,6 +99,7 @@ typedef struct {
     unsigned flags;
     int removed, on_heading_path;
     int list_entry; /* an entry of a list of text: its links lose their markers */
+    int holds_first_heading; /* holds the page's first <h1>, before pruning (descent.first_heading_path) */
 } Element;
 
 typedef struct {
@@ -261,6 +262,8 @@ INTERNAL PyObject *extract_configure_names(PyObject *module, PyObject *args);
 /* heading._links_home: a link around element `index` or inside it goes to the site's home;
  * -1 with an exception. */
 INTERNAL int extract_links_home_around(const Tree *tree, int index);
+/* descent.first_heading_path: mark the elements that hold the first <h1>; -1 with an exception. */
+INTERNAL int extract_mark_first_heading(Tree *tree);
 
 INTERNAL int extract_page_heading(const Tree *tree, PyObject *parts);
 INTERNAL int extract_lost_by_name(const Tree *tree, int heading);

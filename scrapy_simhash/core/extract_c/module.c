@@ -53,7 +53,7 @@ kept_elements(Tree *tree, PyObject *parts, int *kept, int *links_are_content)
 {
     int heading = extract_page_heading(tree, parts);
     int lost = heading >= 0 ? extract_lost_by_name(tree, heading) : 0;
-    if (heading < -1 || lost < 0 || extract_prune(tree) < 0) {
+    if (heading < -1 || lost < 0 || extract_mark_first_heading(tree) < 0 || extract_prune(tree) < 0) {
         return -1;
     }
     extract_unlink_contents(tree);
