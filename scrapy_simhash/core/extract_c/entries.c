@@ -201,6 +201,9 @@ judge_cards(Tree *tree, int listing)
     /* (Stops at the first entry too many that is no card: most containers are no list of
      * cards, and a big first child would be walked for nothing.) */
     double needed = fmax((double)extract_rules.min_entries, extract_rules.min_card_share * (double)entries);
+    if ((double)entries < needed) {
+        return; /* (too few entries: a chain of wrappers would be walked at each level) */
+    }
     for (int child = tree->elements[listing].first_child; child >= 0; child = tree->elements[child].next_sibling) {
         if (!tree->elements[child].removed && card_link(tree, child) < 0 && (double)(entries - ++misses) < needed) {
             return;

@@ -61,6 +61,9 @@ add_event(Tree *tree, int kind, int index)
 int
 extract_append(Buffer *buffer, const char *data, Py_ssize_t length)
 {
+    if (length == 0) {
+        return 0; /* (an empty buffer has no data: memcpy from or to NULL is undefined, even of 0 bytes) */
+    }
     if (buffer->length + length > buffer->capacity) {
         Py_ssize_t wanted = (buffer->length + length) * 2 + 256;
         char *bigger = PyMem_Realloc(buffer->data, (size_t)wanted);
