@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from lxml import etree
 
-from .heading import links_home
+from .heading import links_home_around
 from .text import HEADING_TAGS
 from .textsize import ChildSizes, measure, without_markers
 
@@ -112,9 +112,9 @@ def main_container(
 def first_heading_path(body: etree._Element) -> frozenset[etree._Element]:
     """The elements that hold the page's first ``<h1>`` in *body*, asked before pruning (a
     page header, ``<header>``, may hold it); none when a link in or around it goes to the
-    site's home (:func:`.heading.links_home`): the site's name, not the page's."""
+    site's home (:func:`.heading.links_home_around`): the site's name, not the page's."""
     first = next(body.iter("h1"), None)
-    if first is None or any(links_home(link.get("href")) for link in (*first.iterancestors("a"), *first.iter("a"))):
+    if first is None or links_home_around(first):
         return frozenset()
     return frozenset(first.iterancestors())
 

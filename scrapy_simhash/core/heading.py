@@ -122,7 +122,7 @@ def page_heading(body: etree._Element, parts: Iterable[str]) -> etree._Element |
     *parts* (see the module doc); first in document order among equals."""
     h1 = next(body.iter("h1"), None)
     if h1 is not None:
-        return None if _all_link_text(h1) and _links_home(h1) else h1
+        return None if _all_link_text(h1) and links_home_around(h1) else h1
     wanted = frozenset(parts)
     best, best_length = None, 0
     for element in body.iter(etree.Element):
@@ -184,7 +184,7 @@ def _all_link_text(element: etree._Element) -> bool:
     )
 
 
-def _links_home(element: etree._Element) -> bool:
+def links_home_around(element: etree._Element) -> bool:
     """Whether a link around *element* or inside it goes to the site's home (:func:`links_home`)."""
     links = (*element.iterancestors("a"), *element.iterdescendants("a"))
     return any(links_home(link.get("href")) for link in links)

@@ -182,13 +182,11 @@ class SketchStore:
 
     def distances(self, rows: npt.NDArray[np.intp], sketch: bytes) -> list[int]:
         """Bits in which each row's sketch differs from *sketch*; -1 for rows without one."""
-        stored = self.rows[rows]
         if len(rows) > _FEW_ROWS:
-            differing = np.bitwise_count(stored ^ _sketch_words(sketch)).sum(axis=1, dtype=np.int64)
-            differing[~stored.any(axis=1)] = -1
-            return differing.tolist()  # type: ignore[no-any-return]
+            return self._distance_array(rows, sketch).tolist()  # type: ignore[no-any-return]
         # A check's handful of rows: in Python's ints, 256 bits each, where NumPy's calls cost
         # more than the rows.
+        stored = self.rows[rows]
         query = int.from_bytes(sketch[:SKETCH_BYTES], "little")
         data = stored.astype("<u8", copy=False).tobytes()
         starts = range(0, len(data), SKETCH_BYTES)
@@ -225,11 +223,16 @@ class SketchStore:
         many rows, in NumPy: a site of near-identical pages that their sketches tell apart
         puts them all among a check's candidates (30,000 of them: 14.4 ms a check, a row a
         step in Python)."""
+        differing = self._distance_array(rows, sketch)  # (-1: stored without a sketch, the fingerprints decide)
+        alike = np.flatnonzero(differing <= confirmation.max_distance).tolist()
+        return [(at, None if differing[at] < 0 else confirmation.by_distance(int(differing[at]))) for at in alike]
+
+    def _distance_array(self, rows: npt.NDArray[np.intp], sketch: bytes) -> npt.NDArray[np.int64]:
+        """:meth:`distances` in NumPy, for many rows."""
         stored = self.rows[rows]
         differing = np.bitwise_count(stored ^ _sketch_words(sketch)).sum(axis=1, dtype=np.int64)
-        without: npt.NDArray[np.bool_] = ~stored.any(axis=1)  # stored without a sketch: the fingerprints decide
-        alike = np.flatnonzero(without | (differing <= confirmation.max_distance)).tolist()
-        return [(at, None if without[at] else confirmation.by_distance(int(differing[at]))) for at in alike]
+        differing[~stored.any(axis=1)] = -1
+        return differing
 
     def rows_from(self, first: int) -> SketchStore:
         """The sketches of rows ``first ...``, in a new store."""

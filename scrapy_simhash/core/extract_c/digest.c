@@ -114,7 +114,7 @@ distinct_texts(const Buffer *buffer, Span *spans, int n)
  * 4 MB take 33 s). */
 typedef struct {
     const xmlNode *part;      /* NULL: a free slot */
-    double walked;            /* the limit of the walk that counted `chars` (INFINITY: whole) */
+    double walked;            /* the limit of the walk that counted `chars` (-1: none yet) */
     long chars, paragraphs;   /* its characters (past `walked`: more), its <p> elements */
     int linked;               /* whether the two below are counted */
     long into_others, link_chars; /* its links into other documents; its links' characters */

@@ -209,9 +209,6 @@ judge_cards(Tree *tree, int listing)
             return;
         }
     }
-    if ((double)(entries - misses) < needed) {
-        return;
-    }
     for (int child = tree->elements[listing].first_child; child >= 0; child = tree->elements[child].next_sibling) {
         int link = tree->elements[child].removed ? -1 : card_link(tree, child);
         if (link >= 0) {

@@ -259,7 +259,7 @@ INTERNAL PyObject *extract_configure_names(PyObject *module, PyObject *args);
 
 /* ---- The page's heading (heading.c) and lists judged whole (entries.c) ---- */
 
-/* heading._links_home: a link around element `index` or inside it goes to the site's home;
+/* heading.links_home_around: a link around element `index` or inside it goes to the site's home;
  * -1 with an exception. */
 INTERNAL int extract_links_home_around(const Tree *tree, int index);
 /* descent.first_heading_path: mark the elements that hold the first <h1>; -1 with an exception. */
